@@ -1,0 +1,1 @@
+//! Generators of realistic inputs for the benchmarks under `benches/`.

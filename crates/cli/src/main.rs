@@ -1,0 +1,4 @@
+//! The `mcp-budget` binary: parses flags and wires the library crates together.
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}

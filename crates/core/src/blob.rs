@@ -1,0 +1,3 @@
+//! Detection of base64 blobs and `data:` URIs inside JSON strings (issue 2 §4).
+//!
+//! PLACEHOLDER: being written.

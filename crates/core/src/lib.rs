@@ -1,0 +1,31 @@
+//! `mcp-budget-core`: the pure, synchronous engine of mcp-budget.
+//!
+//! Everything here is a function over values that a caller passes in: no I/O, no threads, no
+//! async runtime. The proxy (`mcp-budget-proxy`) and the `mcp-budget` binary drive it.
+//!
+//! - [`tokens`]: exact token counts with a real BPE tokenizer ([`tokens::Encoding`]).
+//! - [`compact`]: compact JSON with floats rounded to N significant digits at write time.
+//! - [`paginate`]: budgeted, lossless pages of any JSON value or text.
+//! - [`summary`]: a bounded structural summary of a JSON value (the elision preview).
+//! - [`blob`]: detection of base64 blobs and `data:` URIs inside JSON strings.
+//! - [`wire`]: every shape a model or client sees (meta item, elision envelope, errors).
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
+pub mod blob;
+pub mod compact;
+pub mod paginate;
+pub mod summary;
+pub mod tokens;
+pub mod wire;
+
+/// The smallest budget, in tokens, that shaping accepts; smaller requests are clamped up to it.
+///
+/// A page must hold its meta item (about 60–90 tokens with the hint) and at least one new unit.
+pub const MIN_BUDGET_TOKENS: usize = 256;
+
+/// The default budget, in tokens, for one `tools/call` result (DESIGN.md, CLI contract).
+pub const DEFAULT_BUDGET_TOKENS: usize = 10_000;
+
+/// The default number of significant digits floats are rounded to (DESIGN.md, principles).
+pub const DEFAULT_PRECISION: u32 = 9;

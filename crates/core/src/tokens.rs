@@ -1,0 +1,177 @@
+//! Exact token accounting with a real BPE tokenizer.
+//!
+//! Every budget check in mcp-budget goes through [`Encoding`]. Counts are in **tokens** of the
+//! chosen encoding; `chars4` and `bytes` exist so reports can show how far the usual estimates
+//! are off, not to shape by.
+//!
+//! A fact worth knowing before you add counts up: BPE counts are not additive. Appending text
+//! to a string can *lower* its count (the last token of the prefix merges with the suffix), so
+//! the count of `a + b` is not `count(a) + count(b)`. Shaping therefore always counts the exact
+//! text it emits, never a sum of parts.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A tokenizer that counts tokens of text.
+///
+/// Names accepted by [`FromStr`]: `cl100k_base` (the default), `o200k_base`, `chars4`,
+/// `bytes`, or a path to a HuggingFace `tokenizer.json` (with the `hf-tokenizer` feature).
+#[derive(Clone)]
+pub enum Encoding {
+    /// OpenAI `cl100k_base` (GPT-4, GPT-3.5), by `bpe-openai`.
+    Cl100kBase,
+    /// OpenAI `o200k_base` (GPT-4o, o1, o3), by `bpe-openai`.
+    O200kBase,
+    /// `ceil(chars / 4)`, the common estimate: kept only to report how wrong it is.
+    Chars4,
+    /// One token per UTF-8 byte: an upper bound of every BPE count.
+    Bytes,
+}
+
+impl Default for Encoding {
+    fn default() -> Self {
+        Encoding::Cl100kBase
+    }
+}
+
+impl fmt::Debug for Encoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Display for Encoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An encoding name that could not be turned into an [`Encoding`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodingError {
+    /// The name is neither a known encoding nor a readable `tokenizer.json` path.
+    #[error(
+        "unknown encoding {0:?}: expected cl100k_base, o200k_base, chars4, bytes or a path to a tokenizer.json"
+    )]
+    Unknown(String),
+}
+
+impl FromStr for Encoding {
+    type Err = EncodingError;
+
+    /// # Errors
+    /// [`EncodingError::Unknown`] when `s` names no encoding.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "cl100k_base" | "cl100k" => Ok(Encoding::Cl100kBase),
+            "o200k_base" | "o200k" => Ok(Encoding::O200kBase),
+            "chars4" => Ok(Encoding::Chars4),
+            "bytes" => Ok(Encoding::Bytes),
+            other => Err(EncodingError::Unknown(other.to_owned())),
+        }
+    }
+}
+
+impl Encoding {
+    /// The name this encoding is selected by (`cl100k_base`, `o200k_base`, `chars4`, `bytes`).
+    pub fn name(&self) -> &str {
+        match self {
+            Encoding::Cl100kBase => "cl100k_base",
+            Encoding::O200kBase => "o200k_base",
+            Encoding::Chars4 => "chars4",
+            Encoding::Bytes => "bytes",
+        }
+    }
+
+    /// The number of tokens of `text` in this encoding.
+    pub fn count(&self, text: &str) -> usize {
+        match self {
+            Encoding::Cl100kBase => bpe_openai::cl100k_base().count(text),
+            Encoding::O200kBase => bpe_openai::o200k_base().count(text),
+            Encoding::Chars4 => text.chars().count().div_ceil(4),
+            Encoding::Bytes => text.len(),
+        }
+    }
+
+    /// The number of tokens of `text` if it is at most `limit`, else `None`.
+    ///
+    /// Cheaper than [`Encoding::count`] on long texts: a text of at most `limit` bytes is
+    /// counted normally (it cannot exceed `limit` tokens in any BPE encoding: every token is at
+    /// least one byte), and a longer one stops early once the limit is passed.
+    pub fn count_till_limit(&self, text: &str, limit: usize) -> Option<usize> {
+        match self {
+            Encoding::Cl100kBase => {
+                let t = bpe_openai::cl100k_base();
+                t.count_till_limit(&t.normalize(text), limit)
+            }
+            Encoding::O200kBase => {
+                let t = bpe_openai::o200k_base();
+                t.count_till_limit(&t.normalize(text), limit)
+            }
+            Encoding::Chars4 | Encoding::Bytes => {
+                let n = self.count(text);
+                (n <= limit).then_some(n)
+            }
+        }
+    }
+
+    /// Whether `text` is at most `limit` tokens. Texts of at most `limit` bytes fit without
+    /// being tokenized.
+    pub fn fits(&self, text: &str, limit: usize) -> bool {
+        text.len() <= limit || self.count_till_limit(text, limit).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Vectors from issue 2 (cl100k_base / o200k_base).
+    const VECTORS: &[(&str, usize, usize)] = &[
+        ("Hello, world!", 4, 4),
+        (
+            r#"{"id":12,"name":"Island","parentId":null,"layer":"3d","traits":["Transform","Renderable3D","ModelSource"]}"#,
+            31,
+            31,
+        ),
+        (r#"{"x":247.13061935179246,"y":679.0625}"#, 18, 18),
+        (r#"{"x":247.130619,"y":679.0625}"#, 15, 15),
+        ("Résumé — naïve café 東京 🚀", 13, 8),
+        ("3f2b8c1e-9a4d-4e7b-8c2f-1d5e6a7b8c9d", 36, 36),
+    ];
+
+    #[test]
+    fn fixed_vectors_hold() {
+        for &(text, cl, o2) in VECTORS {
+            assert_eq!(Encoding::Cl100kBase.count(text), cl, "cl100k_base {text:?}");
+            assert_eq!(Encoding::O200kBase.count(text), o2, "o200k_base {text:?}");
+        }
+    }
+
+    #[test]
+    fn count_till_limit_agrees_with_count() {
+        for &(text, cl, _) in VECTORS {
+            let e = Encoding::Cl100kBase;
+            assert_eq!(e.count_till_limit(text, cl), Some(cl));
+            assert_eq!(e.count_till_limit(text, cl - 1), None);
+            assert!(e.fits(text, cl));
+            assert!(!e.fits(text, cl - 1));
+        }
+    }
+
+    #[test]
+    fn estimates() {
+        assert_eq!(Encoding::Chars4.count("東京🚀x"), 1);
+        assert_eq!(Encoding::Chars4.count("abcde"), 2);
+        assert_eq!(Encoding::Bytes.count("東"), 3);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for name in ["cl100k_base", "o200k_base", "chars4", "bytes"] {
+            assert_eq!(name.parse::<Encoding>().unwrap().name(), name);
+        }
+        assert!("nope".parse::<Encoding>().is_err());
+    }
+}

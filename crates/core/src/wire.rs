@@ -1,0 +1,86 @@
+//! Every shape that a model or an MCP client sees from mcp-budget, in one module.
+//!
+//! DESIGN.md ("Wire contract of the proxy") is the source of the field names. Serialize these
+//! with [`crate::compact::to_string`] or `serde_json::to_string` (compact; no pretty-printing).
+
+use serde::{Deserialize, Serialize};
+
+/// `truncation_reason` of a meta item whose result was cut to fit the token budget.
+pub const TRUNCATION_TOKEN_BUDGET: &str = "token_budget";
+
+/// The meta item: the last `text` content item of an over-budget page.
+///
+/// Compact JSON such as
+/// `{"truncated":true,"truncation_reason":"token_budget","response_id":"3fa9c2e1b07d",
+/// "next_cursor":"3fa9c2e1b07d.1","shown":"$[0].children[0:40]","total_tokens":104213,"hint":"…"}`.
+/// `next_cursor` is absent on the last page. Its own tokens count against the budget.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    /// Always `true`: a meta item exists only when the result did not fit.
+    pub truncated: bool,
+    /// Why: [`TRUNCATION_TOKEN_BUDGET`].
+    pub truncation_reason: String,
+    /// Lowercase hex id of the cached full response (for `query_response`).
+    pub response_id: String,
+    /// Cursor of the next page for `read_more`; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub next_cursor: Option<String>,
+    /// Where this page is in the whole: a JSONPath-like range for JSON (`$[0].children[40:80]`),
+    /// or `lines 1-120 of 5000` for text.
+    pub shown: String,
+    /// For text: the 1-based line the next page starts at; absent for JSON and on the last page.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub next_start_line: Option<u64>,
+    /// Tokens of the whole shaped (compacted, untrimmed) response, in the proxy's encoding.
+    pub total_tokens: u64,
+    /// One sentence for the model: how to get more and how to select.
+    pub hint: String,
+}
+
+/// The elision envelope of summary-first mode (`overflow = "summary"`).
+///
+/// `{"elided":true,"bytes":N,"tokens":N,"preview":{…},"response_id":"…","next_cursor":"…","hint":"…"}`;
+/// `bytes` is the UTF-8 byte length and `tokens` the token count of the whole shaped response;
+/// `preview` is [`crate::summary`]'s bounded structural summary; `next_cursor` leads to page 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElisionEnvelope {
+    /// Always `true`.
+    pub elided: bool,
+    /// Bytes (UTF-8) of the whole shaped response.
+    pub bytes: u64,
+    /// Tokens of the whole shaped response, in the proxy's encoding.
+    pub tokens: u64,
+    /// The bounded structural summary.
+    pub preview: serde_json::Value,
+    /// Lowercase hex id of the cached full response.
+    pub response_id: String,
+    /// Cursor of page 1.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub next_cursor: Option<String>,
+    /// How to read on or select.
+    pub hint: String,
+}
+
+/// Why a cursor or response id was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CursorFault {
+    /// Not of the form `<hex id>.<page number>` (or not a hex id).
+    Malformed,
+    /// Well formed, but no cached response has that id or page.
+    Unknown,
+    /// The cached response was dropped (TTL or memory bound).
+    Expired,
+}
+
+/// The text of an `isError: true` result for a bad cursor or response id:
+/// `{"error":"cursor_invalid","reason":"malformed|unknown|expired","hint":"…"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CursorInvalid {
+    /// Always `cursor_invalid`.
+    pub error: String,
+    /// Which fault.
+    pub reason: CursorFault,
+    /// What to do instead (e.g. call the original tool again).
+    pub hint: String,
+}
