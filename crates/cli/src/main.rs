@@ -1,4 +1,59 @@
-//! The `mcp-budget` binary: parses flags and wires the library crates together.
-fn main() -> anyhow::Result<()> {
-    Ok(())
+//! The `mcp-budget` binary: parses flags and wires the library crates together. No logic lives
+//! here; each subcommand's module turns its flags into library objects and calls them.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod demo;
+mod measure;
+mod proxy;
+mod shape;
+
+/// Keep every MCP tool response inside a token budget without losing anything.
+#[derive(Debug, Parser)]
+#[command(name = "mcp-budget", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run an MCP server behind the budget proxy (stdio).
+    Proxy(proxy::Args),
+    /// Measure what payloads cost in real tokens and what each compaction would save.
+    Measure(measure::Args),
+    /// Print page 1 (or every page) of a payload as the proxy would show it.
+    Shape(shape::Args),
+    /// Run the built-in fixture server through the proxy and show what it does.
+    Demo(demo::Args),
+    /// The deterministic fixture MCP server used by tests and the demo (stdio).
+    #[command(hide = true)]
+    FixtureServer(demo::FixtureArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Proxy(args) => proxy::run(args),
+        Command::Measure(args) => measure::run(args),
+        Command::Shape(args) => shape::run(args),
+        Command::Demo(args) => demo::run(args),
+        Command::FixtureServer(args) => demo::run_fixture(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            // A closed pipe on stdout (e.g. `| head`) is not an error worth a message.
+            if err
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("mcp-budget: {err:#}");
+            ExitCode::from(2)
+        }
+    }
 }
