@@ -11,14 +11,17 @@
 
 use std::fmt;
 use std::str::FromStr;
+#[cfg(feature = "hf-tokenizer")]
+use std::sync::Arc;
 
 /// A tokenizer that counts tokens of text.
 ///
 /// Names accepted by [`FromStr`]: `cl100k_base` (the default), `o200k_base`, `chars4`,
 /// `bytes`, or a path to a HuggingFace `tokenizer.json` (with the `hf-tokenizer` feature).
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub enum Encoding {
     /// OpenAI `cl100k_base` (GPT-4, GPT-3.5), by `bpe-openai`.
+    #[default]
     Cl100kBase,
     /// OpenAI `o200k_base` (GPT-4o, o1, o3), by `bpe-openai`.
     O200kBase,
@@ -26,12 +29,10 @@ pub enum Encoding {
     Chars4,
     /// One token per UTF-8 byte: an upper bound of every BPE count.
     Bytes,
-}
-
-impl Default for Encoding {
-    fn default() -> Self {
-        Encoding::Cl100kBase
-    }
+    /// A HuggingFace `tokenizer.json` (feature `hf-tokenizer`), loaded from a path by
+    /// [`FromStr`] or from bytes by [`Encoding::from_tokenizer_json`].
+    #[cfg(feature = "hf-tokenizer")]
+    HuggingFace(Arc<HfTokenizer>),
 }
 
 impl fmt::Debug for Encoding {
@@ -55,32 +56,149 @@ pub enum EncodingError {
         "unknown encoding {0:?}: expected cl100k_base, o200k_base, chars4, bytes or a path to a tokenizer.json"
     )]
     Unknown(String),
+    /// The name is a path to a file, but this build cannot load `tokenizer.json` files.
+    #[error(
+        "{0:?} is a file, but loading a tokenizer.json needs mcp-budget built with the cargo feature `hf-tokenizer` (it is off)"
+    )]
+    HfFeatureOff(String),
+    /// The `tokenizer.json` could not be read or parsed.
+    #[error("cannot load tokenizer {name:?}: {reason}")]
+    HfLoad {
+        /// The path or name given.
+        name: String,
+        /// What went wrong, from the file system or the `tokenizers` crate.
+        reason: String,
+    },
 }
 
 impl FromStr for Encoding {
     type Err = EncodingError;
 
+    /// A known name, else a path to a `tokenizer.json` file (read here: the one place the core
+    /// touches the file system, so that `--encoding <path>` works everywhere).
+    ///
     /// # Errors
-    /// [`EncodingError::Unknown`] when `s` names no encoding.
+    /// [`EncodingError::Unknown`] when `s` names no encoding and no file;
+    /// [`EncodingError::HfFeatureOff`] when it is a file but the `hf-tokenizer` feature is off;
+    /// [`EncodingError::HfLoad`] when the file cannot be read or is not a valid tokenizer.json.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "cl100k_base" | "cl100k" => Ok(Encoding::Cl100kBase),
             "o200k_base" | "o200k" => Ok(Encoding::O200kBase),
             "chars4" => Ok(Encoding::Chars4),
             "bytes" => Ok(Encoding::Bytes),
+            path if std::path::Path::new(path).is_file() => load_tokenizer_file(path),
             other => Err(EncodingError::Unknown(other.to_owned())),
         }
     }
 }
 
+#[cfg(not(feature = "hf-tokenizer"))]
+fn load_tokenizer_file(path: &str) -> Result<Encoding, EncodingError> {
+    Err(EncodingError::HfFeatureOff(path.to_owned()))
+}
+
+#[cfg(feature = "hf-tokenizer")]
+fn load_tokenizer_file(path: &str) -> Result<Encoding, EncodingError> {
+    let bytes = std::fs::read(path).map_err(|e| EncodingError::HfLoad {
+        name: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    Encoding::from_tokenizer_json(path, &bytes)
+}
+
+/// A HuggingFace tokenizer and the name it was loaded under (feature `hf-tokenizer`).
+///
+/// Truncation and padding stored in the `tokenizer.json` are switched off at load time (a
+/// `max_length` of 512 would otherwise cap every count at 512), and counts never include the
+/// special tokens a model adds around a sequence (BOS/EOS): a tool result is text inside a
+/// conversation, not a sequence of its own.
+#[cfg(feature = "hf-tokenizer")]
+pub struct HfTokenizer {
+    name: String,
+    tokenizer: tokenizers::Tokenizer,
+}
+
+#[cfg(feature = "hf-tokenizer")]
+impl HfTokenizer {
+    /// The name (usually the path) it was loaded under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The underlying `tokenizers` tokenizer.
+    pub fn tokenizer(&self) -> &tokenizers::Tokenizer {
+        &self.tokenizer
+    }
+
+    /// Tokens of `text`, without added special tokens.
+    ///
+    /// If the tokenizer fails on the text (for example a WordLevel model with no unknown token
+    /// meets an unknown word), the count falls back to the UTF-8 byte length, a conservative
+    /// figure for budgets.
+    fn count(&self, text: &str) -> usize {
+        match self.tokenizer.encode_fast(text, false) {
+            Ok(encoding) => encoding.len(),
+            Err(_) => text.len(),
+        }
+    }
+}
+
+#[cfg(feature = "hf-tokenizer")]
+impl fmt::Debug for HfTokenizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HfTokenizer")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Encoding {
-    /// The name this encoding is selected by (`cl100k_base`, `o200k_base`, `chars4`, `bytes`).
+    /// A HuggingFace tokenizer from the bytes of a `tokenizer.json`; `name` is what
+    /// [`Encoding::name`] reports (usually the path). Pure: no I/O, never a download.
+    ///
+    /// # Errors
+    /// [`EncodingError::HfLoad`] when `json` is not a valid tokenizer.json.
+    #[cfg(feature = "hf-tokenizer")]
+    pub fn from_tokenizer_json(name: &str, json: &[u8]) -> Result<Encoding, EncodingError> {
+        let load_error = |reason: String| EncodingError::HfLoad {
+            name: name.to_owned(),
+            reason,
+        };
+        let mut tokenizer =
+            tokenizers::Tokenizer::from_bytes(json).map_err(|e| load_error(e.to_string()))?;
+        tokenizer
+            .with_truncation(None)
+            .map_err(|e| load_error(e.to_string()))?;
+        tokenizer.with_padding(None);
+        Ok(Encoding::HuggingFace(Arc::new(HfTokenizer {
+            name: name.to_owned(),
+            tokenizer,
+        })))
+    }
+
+    /// The name this encoding is selected by (`cl100k_base`, `o200k_base`, `chars4`, `bytes`,
+    /// or the path of a HuggingFace tokenizer).
     pub fn name(&self) -> &str {
         match self {
             Encoding::Cl100kBase => "cl100k_base",
             Encoding::O200kBase => "o200k_base",
             Encoding::Chars4 => "chars4",
             Encoding::Bytes => "bytes",
+            #[cfg(feature = "hf-tokenizer")]
+            Encoding::HuggingFace(hf) => hf.name(),
+        }
+    }
+
+    /// Whether every token covers at least one UTF-8 byte of the text, so that a text of at
+    /// most N bytes has at most N tokens. True of the OpenAI BPE encodings (byte-level BPE) and
+    /// of `bytes`/`chars4`; not promised for a HuggingFace tokenizer, whose normalizer may
+    /// expand the text (NFKC turns one 3-byte `㍿` into four characters).
+    pub fn bytes_bound_tokens(&self) -> bool {
+        match self {
+            Encoding::Cl100kBase | Encoding::O200kBase | Encoding::Chars4 | Encoding::Bytes => true,
+            #[cfg(feature = "hf-tokenizer")]
+            Encoding::HuggingFace(_) => false,
         }
     }
 
@@ -91,6 +209,8 @@ impl Encoding {
             Encoding::O200kBase => bpe_openai::o200k_base().count(text),
             Encoding::Chars4 => text.chars().count().div_ceil(4),
             Encoding::Bytes => text.len(),
+            #[cfg(feature = "hf-tokenizer")]
+            Encoding::HuggingFace(hf) => hf.count(text),
         }
     }
 
@@ -98,7 +218,8 @@ impl Encoding {
     ///
     /// Cheaper than [`Encoding::count`] on long texts: a text of at most `limit` bytes is
     /// counted normally (it cannot exceed `limit` tokens in any BPE encoding: every token is at
-    /// least one byte), and a longer one stops early once the limit is passed.
+    /// least one byte), and a longer one stops early once the limit is passed. A HuggingFace
+    /// tokenizer has no early exit: it counts the whole text.
     pub fn count_till_limit(&self, text: &str, limit: usize) -> Option<usize> {
         match self {
             Encoding::Cl100kBase => {
@@ -113,13 +234,19 @@ impl Encoding {
                 let n = self.count(text);
                 (n <= limit).then_some(n)
             }
+            #[cfg(feature = "hf-tokenizer")]
+            Encoding::HuggingFace(_) => {
+                let n = self.count(text);
+                (n <= limit).then_some(n)
+            }
         }
     }
 
     /// Whether `text` is at most `limit` tokens. Texts of at most `limit` bytes fit without
-    /// being tokenized.
+    /// being tokenized (when [`Encoding::bytes_bound_tokens`]).
     pub fn fits(&self, text: &str, limit: usize) -> bool {
-        text.len() <= limit || self.count_till_limit(text, limit).is_some()
+        (text.len() <= limit && self.bytes_bound_tokens())
+            || self.count_till_limit(text, limit).is_some()
     }
 }
 
