@@ -1,13 +1,420 @@
 //! Compact JSON with floats rounded to N significant digits at write time.
 //!
-//! PLACEHOLDER: the real rounding formatter is being written (issue 2 §2). The signatures below
-//! are the contract; today they print compact JSON without rounding.
+//! The producer's value is never modified: rounding happens in [`RoundingFormatter`], a
+//! `serde_json` [`Formatter`] hook, while the value is written. Output is compact (no
+//! whitespace), keeps key order (`preserve_order`) and escapes strings exactly as `serde_json`
+//! does.
+//!
+//! # Number rules
+//!
+//! The workspace enables `serde_json`'s `arbitrary_precision`, so every [`serde_json::Number`]
+//! keeps the spelling it was parsed from and reaches the formatter as text. With `precision`
+//! N (significant decimal digits):
+//!
+//! - **Integers** (no `.`, `e` or `E` in the spelling) pass byte for byte, whatever their size:
+//!   `12345678901234567890`, `-98765432109876543210`.
+//! - **`precision == 0`** means exact: every number keeps its source spelling, and the output
+//!   is byte-equal to `serde_json::to_string`. "Source spelling" is the text `serde_json`
+//!   stores, and its parser normalizes exponents to `e+N` / `e-N` (`2E3` is stored `2e+3`).
+//! - **Floats** are parsed to the nearest `f64` (`x`). If the shortest round-trip text of `x`
+//!   already has at most N significant digits, `x` is kept; otherwise `x` is rounded with
+//!   Rust's exact `format!("{:.*e}", N - 1, x)` and parsed back. The result is printed as the
+//!   shortest round-trip text of the rounded value ([`format_float`]): `247.13061935179246` →
+//!   `247.130619`, `0.30000000000000004` → `0.3`, `1.5e-7` stays `1.5e-7` (N = 9).
+//!   This rule makes rounding idempotent: a rounded value prints with at most N digits, so
+//!   rounding it again keeps it.
+//! - A float stays a float in spelling: `3.0` is written `3.0`, never `3`.
+//! - Numbers that do not fit an `f64` pass unrounded in their source spelling: overflow
+//!   (`1e400`, `-1e400`), underflow to zero (`1e-400`) and subnormals (below
+//!   `2.2250738585072014e-308`, where an `f64` no longer holds N digits). So does a float whose
+//!   rounding would overflow (`1.7976931348623157e308` at N = 1).
+//! - `precision >= 17` keeps every float's `f64` value (an `f64` has at most 17 significant
+//!   digits) and only respells it in shortest form.
 
+use std::borrow::Cow;
+use std::io;
+
+use serde::Serialize;
 use serde_json::Value;
+use serde_json::ser::Formatter;
+
+/// The largest number of significant digits a finite `f64` can need in shortest round-trip form.
+const F64_MAX_DIGITS: u32 = 17;
 
 /// Compact JSON text of `value` (no whitespace, key order kept), floats rounded to `precision`
-/// significant digits (`0` = exact). Integers keep their spelling.
+/// significant digits (`0` = exact). Integers keep their spelling. See the [module
+/// docs](self) for the exact number rules.
+///
+/// This cannot fail: writing into a `Vec<u8>` never returns an I/O error, a [`Value`]'s map
+/// keys are always strings (the only other way `serde_json` serialization fails), and
+/// [`RoundingFormatter`] writes only ASCII number text, so the bytes are valid UTF-8.
 pub fn to_string(value: &Value, precision: u32) -> String {
-    let _ = precision;
-    serde_json::to_string(value).unwrap_or_default()
+    let mut buf = Vec::with_capacity(128);
+    if to_writer(&mut buf, value, precision).is_err() {
+        // Unreachable (see above); fall back to the exact text rather than lose the value.
+        return serde_json::to_string(value).unwrap_or_default();
+    }
+    match String::from_utf8(buf) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
+}
+
+/// Writes the compact JSON text of `value` to `w`, floats rounded to `precision` significant
+/// digits (`0` = exact); the same bytes as [`to_string`].
+///
+/// # Errors
+/// Only the errors of `w` itself (an [`io::Error`] from its `write` calls).
+pub fn to_writer<W: io::Write>(w: W, value: &Value, precision: u32) -> io::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(w, RoundingFormatter::new(precision));
+    value.serialize(&mut ser).map_err(io::Error::from)
+}
+
+/// The length in bytes (UTF-8) of [`to_string`]`(value, precision)`, computed without building
+/// the string.
+pub fn byte_len(value: &Value, precision: u32) -> u64 {
+    let mut counter = CountingWriter::new(io::sink());
+    // `io::sink` never fails; see `to_string` for why serialization cannot.
+    let _ = to_writer(&mut counter, value, precision);
+    counter.bytes_written()
+}
+
+/// A [`serde_json::ser::Formatter`] that writes compact JSON and rounds floats to a number of
+/// significant digits (see the [module docs](self) for the rules).
+///
+/// Use it with `serde_json::Serializer::with_formatter` to write any `Serialize` type, not
+/// only a [`Value`]: numbers parsed with `arbitrary_precision` arrive through
+/// `write_number_str`, Rust `f64`/`f32` fields through `write_f64`/`write_f32` (rounded the
+/// same way; `f32` starts from its own shortest text, so `0.1f32` writes `0.1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoundingFormatter {
+    precision: u32,
+}
+
+impl RoundingFormatter {
+    /// A formatter rounding floats to `precision` significant digits; `0` = exact.
+    pub fn new(precision: u32) -> RoundingFormatter {
+        RoundingFormatter { precision }
+    }
+
+    /// The number of significant digits floats are rounded to (`0` = exact).
+    pub fn precision(&self) -> u32 {
+        self.precision
+    }
+}
+
+impl Default for RoundingFormatter {
+    /// Rounds to [`crate::DEFAULT_PRECISION`] (9) significant digits.
+    fn default() -> Self {
+        RoundingFormatter::new(crate::DEFAULT_PRECISION)
+    }
+}
+
+impl Formatter for RoundingFormatter {
+    fn write_number_str<W>(&mut self, writer: &mut W, value: &str) -> io::Result<()>
+    where
+        W: ?Sized + io::Write,
+    {
+        writer.write_all(round_number(value, self.precision).as_bytes())
+    }
+
+    fn write_f64<W>(&mut self, writer: &mut W, value: f64) -> io::Result<()>
+    where
+        W: ?Sized + io::Write,
+    {
+        if self.precision == 0 {
+            return serde_json::ser::CompactFormatter.write_f64(writer, value);
+        }
+        writer.write_all(round_f64_text(value, self.precision).as_bytes())
+    }
+
+    fn write_f32<W>(&mut self, writer: &mut W, value: f32) -> io::Result<()>
+    where
+        W: ?Sized + io::Write,
+    {
+        if self.precision == 0 {
+            return serde_json::ser::CompactFormatter.write_f32(writer, value);
+        }
+        // Start from the f32's own shortest decimal, so 0.1f32 is 0.1, not 0.100000001.
+        let widened = format!("{value:e}")
+            .parse::<f64>()
+            .unwrap_or(f64::from(value));
+        writer.write_all(round_f64_text(widened, self.precision).as_bytes())
+    }
+}
+
+/// Rounds one JSON number spelling to `precision` significant digits by the [module
+/// rules](self): integers and `precision == 0` return `number` unchanged (borrowed), as do
+/// numbers that do not fit an `f64`.
+///
+/// `number` is expected to be valid JSON number text (as a [`serde_json::Number`] holds); text
+/// that does not parse as a float is returned unchanged.
+pub fn round_number(number: &str, precision: u32) -> Cow<'_, str> {
+    if precision == 0 || !number.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+        return Cow::Borrowed(number);
+    }
+    let Ok(x) = number.parse::<f64>() else {
+        return Cow::Borrowed(number);
+    };
+    if !x.is_finite() || x.is_subnormal() {
+        return Cow::Borrowed(number);
+    }
+    if x == 0.0 && mantissa_has_nonzero_digit(number) {
+        // Underflow: the source is not zero, the f64 is.
+        return Cow::Borrowed(number);
+    }
+    match round_f64(x, precision) {
+        Some(r) => Cow::Owned(format_float(r)),
+        None => Cow::Borrowed(number),
+    }
+}
+
+/// `x` rounded to `precision` (>= 1) significant digits, or `None` when the rounding leaves
+/// the finite `f64` range. Keeps `x` when its shortest text has at most `precision` digits.
+fn round_f64(x: f64, precision: u32) -> Option<f64> {
+    if x == 0.0 || precision >= F64_MAX_DIGITS {
+        return Some(x);
+    }
+    let (digits, _) = shortest_digits(x);
+    if digits.len() <= precision as usize {
+        return Some(x);
+    }
+    let sig = precision.saturating_sub(1) as usize;
+    let r = format!("{x:.sig$e}").parse::<f64>().ok()?;
+    r.is_finite().then_some(r)
+}
+
+/// The text `write_f64` produces for a finite `x` at `precision` >= 1.
+fn round_f64_text(x: f64, precision: u32) -> String {
+    if x.is_subnormal() {
+        return format_float(x);
+    }
+    format_float(round_f64(x, precision).unwrap_or(x))
+}
+
+/// Whether the mantissa (the part before any exponent) of a number spelling has a non-zero
+/// digit.
+fn mantissa_has_nonzero_digit(number: &str) -> bool {
+    number
+        .bytes()
+        .take_while(|b| !matches!(b, b'e' | b'E'))
+        .any(|b| matches!(b, b'1'..=b'9'))
+}
+
+/// The shortest round-trip significant digits of `|x|` (no leading or trailing zeros, at
+/// least one digit) and the decimal exponent of the first digit: `247.13` → (`"24713"`, 2).
+fn shortest_digits(x: f64) -> (String, i32) {
+    // `{:e}` is Rust's shortest round-trip text in scientific form: `2.4713e2`, `1.5e-7`, `0e0`.
+    let s = format!("{:e}", x.abs());
+    let (mantissa, exp) = s.split_once('e').unwrap_or((s.as_str(), "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    (digits, exp.parse().unwrap_or(0))
+}
+
+/// How many characters longer the positional spelling may be than the exponent spelling and
+/// still be chosen: positional reads better, and cl100k/o200k pack up to three digits (`000`)
+/// per token, so a few zeros cost about what `e-4` costs.
+const POSITIONAL_ALLOWANCE: usize = 3;
+
+/// The shortest round-trip text of a finite `x` that still reads as a float.
+///
+/// Of the positional spelling (`247.130619`, `0.000525838977`, `3.0`: always with a `.`) and
+/// the exponent spelling (`1.5e-7`, `1e21`: no `+`, no leading exponent zeros), the positional
+/// one is chosen unless it is more than three characters longer. Examples: `1.5e-7`,
+/// `0.000525838977`, `1000.0`, `1e5`, `-0.0`.
+pub fn format_float(x: f64) -> String {
+    let (digits, exp) = shortest_digits(x);
+    let digits = if digits.bytes().all(|b| b == b'0') {
+        "0".to_owned()
+    } else {
+        digits
+    };
+    let sign = if x.is_sign_negative() { "-" } else { "" };
+    let positional = positional(&digits, exp);
+    let exponent = exponent(&digits, exp);
+    let body = if positional.len() <= exponent.len() + POSITIONAL_ALLOWANCE {
+        positional
+    } else {
+        exponent
+    };
+    format!("{sign}{body}")
+}
+
+/// `digits` × 10^(`exp` - len + 1) in positional form with a `.`: (`"3"`, 0) → `3.0`.
+fn positional(digits: &str, exp: i32) -> String {
+    let len = digits.len();
+    if exp < 0 {
+        let zeros = usize::try_from(-exp - 1).unwrap_or(0);
+        format!("0.{}{digits}", "0".repeat(zeros))
+    } else {
+        let int_len = usize::try_from(exp).unwrap_or(0) + 1;
+        if len <= int_len {
+            format!("{digits}{}.0", "0".repeat(int_len - len))
+        } else {
+            format!("{}.{}", &digits[..int_len], &digits[int_len..])
+        }
+    }
+}
+
+/// `digits` in exponent form: (`"15"`, -7) → `1.5e-7`, (`"1"`, 21) → `1e21`.
+fn exponent(digits: &str, exp: i32) -> String {
+    let (first, rest) = digits.split_at(1);
+    if rest.is_empty() {
+        format!("{first}e{exp}")
+    } else {
+        format!("{first}.{rest}e{exp}")
+    }
+}
+
+/// A writer that counts the bytes that pass through it (after ripgrep's `CounterWriter`):
+/// count while you serialize, don't serialize twice.
+#[derive(Debug, Clone, Default)]
+pub struct CountingWriter<W> {
+    inner: W,
+    count: u64,
+}
+
+impl<W> CountingWriter<W> {
+    /// Wraps `inner`; the count starts at 0.
+    pub fn new(inner: W) -> CountingWriter<W> {
+        CountingWriter { inner, count: 0 }
+    }
+
+    /// Bytes accepted by the inner writer so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.count
+    }
+
+    /// The inner writer.
+    pub fn into_inner(self) -> W {
+        self.inner
+    }
+}
+
+impl<W: io::Write> io::Write for CountingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.count += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn num(s: &str, precision: u32) -> String {
+        let v: Value = serde_json::from_str(s).expect("test vector is JSON");
+        to_string(&v, precision)
+    }
+
+    #[test]
+    fn issue_vectors_at_9() {
+        assert_eq!(num("247.13061935179246", 9), "247.130619");
+        assert_eq!(num("679.0625", 9), "679.0625");
+        assert_eq!(num("1.5e-7", 9), "1.5e-7");
+        assert_eq!(num("0.30000000000000004", 9), "0.3");
+        assert_eq!(num("0.0005258389771750028", 9), "0.000525838977");
+    }
+
+    #[test]
+    fn issue_vector_at_6() {
+        assert_eq!(num("679.0625", 6), "679.062");
+    }
+
+    #[test]
+    fn integers_pass_byte_for_byte() {
+        for s in [
+            "12345678901234567890",
+            "-98765432109876543210",
+            "0",
+            "-0",
+            "42",
+        ] {
+            assert_eq!(num(s, 9), s);
+            assert_eq!(num(s, 1), s);
+        }
+    }
+
+    #[test]
+    fn integral_floats_stay_floats() {
+        assert_eq!(num("3.0", 9), "3.0");
+        assert_eq!(num("-3.0", 9), "-3.0");
+        assert_eq!(num("1e3", 9), "1000.0");
+        assert_eq!(num("1E5", 9), "1e5");
+        assert_eq!(num("0.0", 9), "0.0");
+        assert_eq!(num("-0.0", 9), "-0.0");
+        assert_eq!(num("0e10", 9), "0.0");
+    }
+
+    #[test]
+    fn numbers_outside_f64_pass_unrounded() {
+        // serde_json's parser stores exponents as `e+N` / `e-N`: that is the source spelling.
+        for (s, kept) in [
+            ("1e400", "1e+400"),
+            ("-1e400", "-1e+400"),
+            ("1e-400", "1e-400"),
+            ("-2.5E-999", "-2.5e-999"),
+            ("4.9e-324", "4.9e-324"),
+        ] {
+            assert_eq!(num(s, 9), kept);
+        }
+        assert_eq!(num("1.7976931348623157e308", 9), "1.79769313e308");
+        // Rounded to 1 digit it would be 2e308: past f64::MAX, so it passes unrounded.
+        assert_eq!(num("1.7976931348623157e308", 1), "1.7976931348623157e+308");
+    }
+
+    #[test]
+    fn precision_zero_keeps_spelling() {
+        let text = r#"{"a":1.50000,"b":2.5e-3,"c":0.30000000000000004,"d":[1e400,-0.0]}"#;
+        let v: Value = serde_json::from_str(text).expect("JSON");
+        assert_eq!(to_string(&v, 0), serde_json::to_string(&v).expect("JSON"));
+        assert_eq!(
+            to_string(&v, 0),
+            r#"{"a":1.50000,"b":2.5e-3,"c":0.30000000000000004,"d":[1e+400,-0.0]}"#
+        );
+    }
+
+    #[test]
+    fn shortest_spellings() {
+        assert_eq!(format_float(1.5e-7), "1.5e-7");
+        assert_eq!(format_float(1e21), "1e21");
+        assert_eq!(format_float(1.25e100), "1.25e100");
+        assert_eq!(format_float(-2.5e-300), "-2.5e-300");
+        assert_eq!(format_float(12345.0), "12345.0");
+        assert_eq!(format_float(0.5), "0.5");
+        assert_eq!(format_float(100.0), "100.0");
+    }
+
+    #[test]
+    fn rust_floats_are_rounded_too() {
+        #[derive(Serialize)]
+        struct S {
+            a: f64,
+            b: f32,
+        }
+        let mut out = Vec::new();
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, RoundingFormatter::new(9));
+        S {
+            a: 247.130_619_351_792_46,
+            b: 0.1,
+        }
+        .serialize(&mut ser)
+        .expect("Vec writer");
+        assert_eq!(String::from_utf8_lossy(&out), r#"{"a":247.130619,"b":0.1}"#);
+    }
+
+    #[test]
+    fn counting_writer_counts_bytes() {
+        let v: Value = serde_json::from_str(r#"{"x":247.13061935179246,"y":"é"}"#).expect("JSON");
+        assert_eq!(byte_len(&v, 9), to_string(&v, 9).len() as u64);
+        assert_eq!(
+            byte_len(&v, 0),
+            serde_json::to_string(&v).expect("JSON").len() as u64
+        );
+    }
 }
