@@ -8,12 +8,14 @@
 //! - [`paginate`]: budgeted, lossless pages of any JSON value or text.
 //! - [`summary`]: a bounded structural summary of a JSON value (the elision preview).
 //! - [`blob`]: detection of base64 blobs and `data:` URIs inside JSON strings.
+//! - [`measure`]: what a payload costs in tokens and what each compaction would save.
 //! - [`wire`]: every shape a model or client sees (meta item, elision envelope, errors).
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod blob;
 pub mod compact;
+pub mod measure;
 pub mod paginate;
 pub mod summary;
 pub mod tokens;
