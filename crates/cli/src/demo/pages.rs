@@ -1,0 +1,84 @@
+//! Pages as a client sees them on the wire, and putting them back together.
+
+use mcp_budget_core::paginate::{Document, reassemble_from_wire};
+use serde_json::Value;
+
+/// The `text` of every `text` content item of a `tools/call` result, in order.
+pub(crate) fn text_items(result: &Value) -> Vec<&str> {
+    result["content"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter(|i| i["type"] == "text")
+                .filter_map(|i| i["text"].as_str())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One page of a shaped result: its body (the first text item) and its meta item, if any.
+#[derive(Debug, Clone)]
+pub(crate) struct WirePage {
+    /// The first text item: a page of the document.
+    pub(crate) body: String,
+    /// The meta item's text (the last text item, a JSON object with `"truncated":true`).
+    pub(crate) meta: Option<String>,
+    meta_value: Option<Value>,
+}
+
+impl WirePage {
+    /// Splits a `tools/call` result into body and meta item.
+    pub(crate) fn from_result(result: &Value) -> WirePage {
+        let texts = text_items(result);
+        let meta_value = texts
+            .last()
+            .filter(|_| texts.len() > 1)
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            .filter(|m| m["truncated"] == true || m["elided"] == true);
+        let meta = meta_value
+            .as_ref()
+            .and_then(|_| texts.last().map(|t| (*t).to_owned()));
+        WirePage {
+            body: texts.first().map(|t| (*t).to_owned()).unwrap_or_default(),
+            meta,
+            meta_value,
+        }
+    }
+
+    /// The cursor of the next page, when there is one.
+    pub(crate) fn next_cursor(&self) -> Option<String> {
+        self.meta_value.as_ref()?["next_cursor"]
+            .as_str()
+            .map(str::to_owned)
+    }
+
+    fn shown(&self) -> Option<&str> {
+        self.meta_value.as_ref()?["shown"].as_str()
+    }
+}
+
+/// Puts the pages of one result back together: JSON pages by the merge rule of
+/// `mcp_budget_core::paginate` (driven by each meta's `shown`), text pages by concatenation.
+///
+/// # Errors
+/// A message when JSON pages do not fit together (or a page is not JSON).
+pub(crate) fn reassemble(pages: &[WirePage]) -> Result<Document, String> {
+    let Some(first) = pages.first() else {
+        return Err("no pages".into());
+    };
+    let Document::Json(_) = Document::from_text(first.body.clone()) else {
+        return Ok(Document::Text(
+            pages.iter().map(|p| p.body.as_str()).collect(),
+        ));
+    };
+    let mut values = Vec::with_capacity(pages.len());
+    for (n, page) in pages.iter().enumerate() {
+        let value: Value = serde_json::from_str(&page.body)
+            .map_err(|e| format!("page {} is not valid JSON: {e}", n + 1))?;
+        values.push((value, page.shown()));
+    }
+    reassemble_from_wire(&values)
+        .map(Document::Json)
+        .ok_or_else(|| "the pages do not fit together by the merge rule".into())
+}

