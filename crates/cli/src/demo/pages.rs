@@ -82,3 +82,75 @@ pub(crate) fn reassemble(pages: &[WirePage]) -> Result<Document, String> {
         .map(Document::Json)
         .ok_or_else(|| "the pages do not fit together by the merge rule".into())
 }
+
+#[cfg(test)]
+mod tests {
+    use mcp_budget_core::paginate::meta::{HintTools, build_meta};
+    use mcp_budget_core::paginate::{Pager, Position};
+    use mcp_budget_core::tokens::Encoding;
+    use serde_json::json;
+
+    use super::*;
+
+    /// Pages as the proxy would put them on the wire: `{content:[page, meta]}`.
+    fn wire_pages(doc: &Document, budget: usize) -> Vec<WirePage> {
+        let pager = Pager::new(Encoding::Cl100kBase, budget, 9);
+        let mut at = Position::start();
+        let mut out = Vec::new();
+        loop {
+            let index = out.len() as u64;
+            let page = pager
+                .page(doc, &at, &mut |info| {
+                    let meta = build_meta(info, "0123456789ab", index + 1, 1, HintTools::default());
+                    serde_json::to_string(&meta).unwrap_or_default()
+                })
+                .expect("page");
+            let mut content = vec![json!({"type": "text", "text": page.body})];
+            if let Some(m) = &page.meta {
+                content.push(json!({"type": "text", "text": m}));
+            }
+            out.push(WirePage::from_result(&json!({ "content": content })));
+            match page.next {
+                Some(n) => at = n,
+                None => return out,
+            }
+        }
+    }
+
+    #[test]
+    fn json_pages_reassemble_from_the_wire() {
+        let tree: Vec<Value> = (0..30)
+            .map(|d| {
+                json!({"name": format!("dir{d}"), "type": "directory",
+                       "children": (0..40).map(|f| json!({"name": format!("f{f}.rs"), "type": "file",
+                                                          "size": f as f64 * 1.234_567_890_123}))
+                                          .collect::<Vec<_>>()})
+            })
+            .collect();
+        let doc = Document::Json(Value::Array(tree));
+        let pages = wire_pages(&doc, 400);
+        assert!(pages.len() > 5, "{} pages", pages.len());
+        assert!(
+            pages[..pages.len() - 1]
+                .iter()
+                .all(|p| p.next_cursor().is_some())
+        );
+        let back = reassemble(&pages).expect("reassemble");
+        assert_eq!(back.render(9), doc.render(9));
+    }
+
+    #[test]
+    fn text_pages_concatenate_byte_exact() {
+        let text: String = (0..2000)
+            .map(|i| format!("line {i}\r\n"))
+            .collect::<String>()
+            + &"x".repeat(9000);
+        let doc = Document::Text(text.clone());
+        let pages = wire_pages(&doc, 300);
+        assert!(pages.len() > 3);
+        assert_eq!(
+            reassemble(&pages).expect("reassemble"),
+            Document::Text(text)
+        );
+    }
+}
