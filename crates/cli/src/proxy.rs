@@ -1,13 +1,99 @@
-//! `mcp-budget proxy`: PLACEHOLDER, being written.
+//! `mcp-budget proxy [OPTIONS] -- <COMMAND> [ARGS]...`: runs an MCP server behind the budget
+//! proxy on stdio. Flags become settings and a relay; the relay runs on a small tokio runtime.
 
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use mcp_budget_core::tokens::Encoding;
+use mcp_budget_proxy::relay::{DEFAULT_MAX_LINE_BYTES, Relay, RelayOptions, Upstream};
 
 /// Flags of `mcp-budget proxy`.
+///
+/// Flags win over their environment variables; see the proxy's config docs for how they meet
+/// the TOML file.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {}
+pub(crate) struct Args {
+    /// Budget in tokens for one tools/call result [default: 10000]
+    #[arg(long, value_name = "N", env = "MCP_BUDGET_MAX_TOKENS")]
+    max_tokens: Option<usize>,
 
-/// Runs `mcp-budget proxy`.
+    /// Tokenizer: cl100k_base | o200k_base | chars4 | bytes | <path to tokenizer.json>
+    #[arg(
+        long,
+        value_name = "E",
+        env = "MCP_BUDGET_ENCODING",
+        default_value = "cl100k_base"
+    )]
+    encoding: Encoding,
+
+    /// Significant digits for floats, 0 = exact [default: 9]
+    #[arg(long, value_name = "N", env = "MCP_BUDGET_PRECISION")]
+    precision: Option<u32>,
+
+    /// TOML file of defaults and per-tool rules
+    #[arg(long, value_name = "FILE", env = "MCP_BUDGET_CONFIG")]
+    config: Option<PathBuf>,
+
+    /// Telemetry: one JSON object per tools/call, appended to FILE
+    #[arg(long, value_name = "FILE", env = "MCP_BUDGET_LOG")]
+    log: Option<PathBuf>,
+
+    /// Text item put first in every tools/call result, outside the budget
+    #[arg(long, value_name = "TEXT")]
+    banner: Option<String>,
+
+    /// Longest JSON-RPC line accepted from either side, in bytes; longer ones are answered
+    /// with an error
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE_BYTES)]
+    max_line_bytes: usize,
+
+    /// Milliseconds the server gets to exit after the client closed stdin, before it is killed
+    #[arg(long, value_name = "MS", default_value_t = 5000, hide = true)]
+    shutdown_grace_ms: u64,
+
+    /// The upstream MCP server's command and its arguments (after `--`)
+    #[arg(
+        value_name = "COMMAND",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    command: Vec<OsString>,
+}
+
+/// Runs `mcp-budget proxy` until the upstream server is gone; exits with its status.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let _ = args;
-    anyhow::bail!("not implemented yet")
+    let Some((program, server_args)) = args.command.split_first() else {
+        anyhow::bail!("missing the upstream server's command (after `--`)");
+    };
+    let upstream = Upstream::new(program, server_args);
+    let mut options = RelayOptions::default();
+    options.max_line_bytes = args.max_line_bytes;
+    options.shutdown_grace = Duration::from_millis(args.shutdown_grace_ms);
+    let relay = Relay::new(options);
+    // Shaping settings: wired to the boundary when it lands.
+    let _ = (
+        args.max_tokens,
+        args.encoding,
+        args.precision,
+        args.config,
+        args.log,
+        args.banner,
+    );
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("mcp-budget")
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(relay.run_stdio(&upstream));
+    // tokio reads stdin on a blocking thread that may sit in read(2) forever.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    let exit = result?;
+    Ok(ExitCode::from(u8::try_from(exit.code).unwrap_or(1)))
 }

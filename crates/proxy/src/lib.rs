@@ -1,3 +1,5 @@
 //! `mcp-budget-proxy`: the stdio relay between an MCP client and any MCP server (issue 4).
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
+pub mod relay;

@@ -1,0 +1,577 @@
+//! The relay of `mcp-budget proxy`, driven over pipes: the real binary in front of a scripted
+//! upstream (a small Python program that echoes what it receives and writes what it is told).
+//!
+//! The upstream understands notifications whose method starts with `test/` (never echoed):
+//! - `test/emit {"lines":[...]}`: writes each string as one raw line on its stdout;
+//! - `test/emit_long {"head":s,"n":N,"tail":t}`: writes `head + "x"*N + tail` as one line;
+//! - `test/exit {"code":N}`: exits with status N at once.
+//!
+//! Every other line it receives comes back as `{"method":"test/received","params":{"line":…}}`,
+//! so a test sees the exact bytes that reached the server. On end of input it writes
+//! `upstream: eof` to stderr and exits 0 (or, started with `ignore-eof`, sleeps 30 s).
+//!
+//! Shaping of tools/call and tools/list results is not tested here: the lines used are other
+//! methods (forwarded byte for byte), or only the id and error of a tools/call are checked.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const UPSTREAM: &str = r#"
+import json, os, sys, time
+out = sys.stdout.buffer
+def write(b):
+    out.write(b + b"\n")
+    out.flush()
+for raw in sys.stdin.buffer:
+    line = raw[:-1] if raw.endswith(b"\n") else raw
+    try:
+        msg = json.loads(line)
+    except Exception:
+        msg = None
+    method = msg.get("method") if isinstance(msg, dict) else None
+    if isinstance(method, str) and method.startswith("test/"):
+        p = msg.get("params") or {}
+        if method == "test/emit":
+            for l in p["lines"]:
+                write(l.encode())
+        elif method == "test/emit_long":
+            write((p["head"] + "x" * p["n"] + p["tail"]).encode())
+        elif method == "test/exit":
+            out.flush()
+            os._exit(p["code"])
+        continue
+    echo = {"jsonrpc": "2.0", "method": "test/received",
+            "params": {"line": line.decode("utf-8", "surrogateescape")}}
+    write(json.dumps(echo).encode())
+sys.stderr.write("upstream: eof\n")
+sys.stderr.flush()
+if len(sys.argv) > 1 and sys.argv[1] == "ignore-eof":
+    time.sleep(30)
+"#;
+
+/// How long any one expected line may take.
+const STEP: Duration = Duration::from_secs(10);
+
+struct Proxy {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Vec<u8>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Proxy {
+    fn start(flags: &[&str], upstream_args: &[&str]) -> Proxy {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-budget"))
+            .arg("proxy")
+            .args(flags)
+            .args(["--", "python3", "-c", UPSTREAM])
+            .args(upstream_args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start mcp-budget proxy");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = channel();
+        thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut line = Vec::new();
+                match reader.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        assert_eq!(line.pop(), Some(b'\n'), "every line ends with a newline");
+                        if tx.send(line).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let mut err_pipe = child.stderr.take().expect("stderr");
+        let sink = Arc::clone(&stderr);
+        thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err_pipe.read(&mut buf) {
+                if n == 0 {
+                    return;
+                }
+                sink.lock()
+                    .expect("stderr buffer")
+                    .extend_from_slice(&buf[..n]);
+            }
+        });
+        let stdin = child.stdin.take();
+        Proxy {
+            child,
+            stdin,
+            lines,
+            stderr,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).expect("write to proxy");
+        stdin.write_all(b"\n").expect("write to proxy");
+        stdin.flush().expect("flush to proxy");
+    }
+
+    fn emit(&mut self, lines: &[&str]) {
+        self.send(
+            &json!({"jsonrpc":"2.0","method":"test/emit","params":{"lines":lines}}).to_string(),
+        );
+    }
+
+    /// The next line from the proxy's stdout, which must be JSON (stdout carries only JSON-RPC).
+    fn recv(&self) -> Vec<u8> {
+        match self.lines.recv_timeout(STEP) {
+            Ok(line) => {
+                assert!(
+                    serde_json::from_slice::<Value>(&line).is_ok(),
+                    "stdout carried a line that is not JSON: {}",
+                    String::from_utf8_lossy(&line)
+                );
+                line
+            }
+            Err(RecvTimeoutError::Timeout) => panic!(
+                "no line from the proxy within {STEP:?}; its stderr: {}",
+                self.stderr_text()
+            ),
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!(
+                    "the proxy closed its stdout; its stderr: {}",
+                    self.stderr_text()
+                )
+            }
+        }
+    }
+
+    fn recv_json(&self) -> Value {
+        serde_json::from_slice(&self.recv()).expect("JSON")
+    }
+
+    /// The line the upstream reports having received next.
+    fn received_by_upstream(&self) -> String {
+        let msg = self.recv_json();
+        assert_eq!(
+            msg["method"], "test/received",
+            "expected an echo, got {msg}"
+        );
+        msg["params"]["line"].as_str().expect("line").to_owned()
+    }
+
+    /// Sends a marker through the upstream and expects it back next: everything sent before
+    /// has been handled, and nothing else came out in between.
+    fn sync(&mut self, marker: &str) {
+        let line =
+            format!(r#"{{"jsonrpc":"2.0","method":"sync/marker","params":{{"m":"{marker}"}}}}"#);
+        self.send(&line);
+        assert_eq!(self.received_by_upstream(), line);
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    fn wait(&mut self, limit: Duration) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!(
+                    "the proxy did not exit within {limit:?}; stderr: {}",
+                    self.stderr_text()
+                );
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().expect("stderr buffer")).into_owned()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn assert_error(msg: &Value, id: Value, code: i64) {
+    assert_eq!(msg["jsonrpc"], "2.0", "{msg}");
+    assert_eq!(msg["id"], id, "{msg}");
+    assert_eq!(msg["error"]["code"], code, "{msg}");
+    assert!(
+        msg["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{msg}"
+    );
+}
+
+#[test]
+fn client_messages_reach_the_server_byte_for_byte() {
+    let mut proxy = Proxy::start(&[], &[]);
+    let lines = [
+        // Unknown method, unknown members, odd spacing, ids of every JSON type.
+        r#"{"jsonrpc":"2.0","id":1,"method":"vendor/unknown","params":{"a":[1.50,2e3,-0.0]},"extra":{"z":null}}"#,
+        r#"{ "id" : "abc\u00e9" , "jsonrpc" : "2.0" , "method" : "resources/read" }"#,
+        r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1.0,"method":"ping"}"#,
+        // `_meta` on requests and notifications.
+        r#"{"jsonrpc":"2.0","id":"m","method":"prompts/get","params":{"name":"p","_meta":{"progressToken":"t1","x.y/z":[{}]}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized","_meta":{"a":1}}"#,
+        // A batch (protocol 2025-03-26) and a line with a CR before its newline.
+        r#"[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","method":"n"}]"#,
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\"}\r",
+        // Non-ASCII text, unescaped.
+        r#"{"jsonrpc":"2.0","id":3,"method":"x","params":{"t":"日本語 — ok"}}"#,
+    ];
+    for line in lines {
+        proxy.send(line);
+        assert_eq!(proxy.received_by_upstream(), line);
+    }
+}
+
+#[test]
+fn server_messages_reach_the_client_byte_for_byte() {
+    let mut proxy = Proxy::start(&[], &[]);
+    // Requests the client made, answered by the emitted responses below.
+    for id in ["7", r#""s-1""#, "null"] {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/list"}}"#);
+        proxy.send(&line);
+        assert_eq!(proxy.received_by_upstream(), line);
+    }
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":7,"result":{"resources":[],"nextCursor":"c2"},"_meta":{"k":1}}"#,
+        r#"{ "result" : { "x" : 1.50 } , "id" : "s-1" , "jsonrpc" : "2.0" }"#,
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"Method not found","data":{"m":"resources/list"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"é":"ü"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"vendor/unknown","params":[1,2,3],"extra":true}"#,
+        // An answer to nothing the client asked (the relay does not judge it).
+        r#"{"jsonrpc":"2.0","id":999,"result":{}}"#,
+    ];
+    proxy.emit(&lines);
+    for line in lines {
+        assert_eq!(String::from_utf8_lossy(&proxy.recv()), line);
+    }
+}
+
+#[test]
+fn server_requests_use_their_own_id_space() {
+    let mut proxy = Proxy::start(&[], &[]);
+    // The client's request 1 is in flight...
+    let request = r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"a"}}"#;
+    proxy.send(request);
+    assert_eq!(proxy.received_by_upstream(), request);
+    // ...when the server asks the client something with the same id.
+    let roots = r#"{"jsonrpc":"2.0","id":1,"method":"roots/list","params":{"_meta":{"t":1}}}"#;
+    let sampling =
+        r#"{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"?"}}"#;
+    proxy.emit(&[roots, sampling]);
+    assert_eq!(String::from_utf8_lossy(&proxy.recv()), roots);
+    assert_eq!(String::from_utf8_lossy(&proxy.recv()), sampling);
+    // The client's answers go to the server unchanged.
+    let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"roots":[{"uri":"file:///w","name":"w"}]}}"#;
+    proxy.send(answer);
+    assert_eq!(proxy.received_by_upstream(), answer);
+    let declined = r#"{"jsonrpc":"2.0","id":"e1","error":{"code":-1,"message":"declined"}}"#;
+    proxy.send(declined);
+    assert_eq!(proxy.received_by_upstream(), declined);
+    // And the server's answer to the client's request 1 still gets through.
+    let response = r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[]}}"#;
+    proxy.emit(&[response]);
+    assert_eq!(String::from_utf8_lossy(&proxy.recv()), response);
+    proxy.sync("end");
+}
+
+#[test]
+fn notifications_pass_through_in_order() {
+    let mut proxy = Proxy::start(&[], &[]);
+    let request = r#"{"jsonrpc":"2.0","id":"p","method":"vendor/long","params":{"_meta":{"progressToken":"tok"}}}"#;
+    proxy.send(request);
+    assert_eq!(proxy.received_by_upstream(), request);
+    let mut lines = Vec::new();
+    for i in 0..300 {
+        lines.push(match i % 3 {
+            0 => format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":"tok","progress":{i},"total":300}}}}"#
+            ),
+            1 => format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"debug","data":"step {i}"}}}}"#
+            ),
+            _ => format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{i},"reason":"r"}}}}"#
+            ),
+        });
+    }
+    lines.push(r#"{"jsonrpc":"2.0","id":"p","result":{"done":true}}"#.to_owned());
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    proxy.emit(&refs);
+    for line in &lines {
+        assert_eq!(&String::from_utf8_lossy(&proxy.recv()), line);
+    }
+    // The client's cancellation reaches the server in order too.
+    let cancel =
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"p"}}"#;
+    proxy.send(cancel);
+    assert_eq!(proxy.received_by_upstream(), cancel);
+}
+
+#[test]
+fn calls_in_flight_are_answered_in_any_order() {
+    let mut proxy = Proxy::start(&[], &[]);
+    for id in 1..=5 {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"t{id}","arguments":{{}}}}}}"#
+        );
+        proxy.send(&line);
+        assert_eq!(proxy.received_by_upstream(), line);
+    }
+    let answers: Vec<String> = [4, 2, 5, 1, 3]
+        .iter()
+        .map(|id| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"answer {id}"}}]}}}}"#
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = answers.iter().map(String::as_str).collect();
+    proxy.emit(&refs);
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        let msg = proxy.recv_json();
+        let id = msg["id"].as_i64().expect("numeric id");
+        let text = msg["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert_eq!(text, format!("answer {id}"), "{msg}");
+        seen.push(id);
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, [1, 2, 3, 4, 5]);
+    proxy.sync("end");
+}
+
+#[test]
+fn malformed_client_lines_are_answered_and_the_relay_goes_on() {
+    let mut proxy = Proxy::start(&[], &[]);
+    proxy.send(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call",oops}"#);
+    assert_error(&proxy.recv_json(), json!(9), -32700);
+    proxy.send(r#"{"jsonrpc":"2.0","id":"s","method":"x","params":{"a":"#);
+    assert_error(&proxy.recv_json(), json!("s"), -32700);
+    proxy.send(r#"{"jsonrpc":"2.0","id":10,"method":5}"#);
+    assert_error(&proxy.recv_json(), json!(10), -32600);
+    // No id to answer: dropped and logged, nothing on stdout.
+    proxy.send("not json at all");
+    proxy.send("42");
+    proxy.send(r#"{"jsonrpc":"2.0","id":11,"result":{"broken""#);
+    proxy.sync("after-garbage");
+    assert!(
+        proxy.stderr_text().contains("not JSON"),
+        "{}",
+        proxy.stderr_text()
+    );
+}
+
+#[test]
+fn an_over_long_client_line_is_answered_and_the_relay_goes_on() {
+    let mut proxy = Proxy::start(&["--max-line-bytes", "500"], &[]);
+    let long = format!(
+        r#"{{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{{"name":"t","arguments":{{"q":"{}"}}}}}}"#,
+        "y".repeat(5000)
+    );
+    proxy.send(&long);
+    assert_error(&proxy.recv_json(), json!("big"), -32600);
+    proxy.send(&format!(
+        r#"{{"jsonrpc":"2.0","method":"n","params":"{}"}}"#,
+        "z".repeat(2000)
+    ));
+    proxy.sync("after-long");
+    assert!(
+        proxy.stderr_text().contains("--max-line-bytes"),
+        "{}",
+        proxy.stderr_text()
+    );
+}
+
+#[test]
+fn bad_server_answers_become_errors_for_their_requests() {
+    let mut proxy = Proxy::start(&["--max-line-bytes", "600"], &[]);
+    for id in [20, 21] {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read"}}"#);
+        proxy.send(&line);
+        assert_eq!(proxy.received_by_upstream(), line);
+    }
+    // A broken answer to 20, then its late real answer, which must not reach the client twice.
+    proxy.emit(&[
+        r#"{"jsonrpc":"2.0","id":20,"result":{"contents":[{"uri":"#,
+        r#"{"jsonrpc":"2.0","id":20,"result":{"contents":[]}}"#,
+        "Traceback (most recent call last): garbage",
+    ]);
+    assert_error(&proxy.recv_json(), json!(20), -32603);
+    // An over-long answer to 21.
+    proxy.send(
+        &json!({"jsonrpc":"2.0","method":"test/emit_long","params":{
+            "head": r#"{"jsonrpc":"2.0","id":21,"result":{"text":""#, "n": 5000, "tail": r#""}}"#}})
+        .to_string(),
+    );
+    let msg = proxy.recv_json();
+    assert_error(&msg, json!(21), -32603);
+    assert!(
+        msg["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("--max-line-bytes"),
+        "{msg}"
+    );
+    proxy.sync("after-bad-answers");
+}
+
+#[test]
+fn a_server_exit_fails_every_request_in_flight_and_sets_the_exit_code() {
+    let mut proxy = Proxy::start(&[], &[]);
+    let call = r#"{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"slow","arguments":{}}}"#;
+    let read = r#"{"jsonrpc":"2.0","id":"31","method":"resources/read","params":{"uri":"u"}}"#;
+    for line in [call, read] {
+        proxy.send(line);
+        assert_eq!(proxy.received_by_upstream(), line);
+    }
+    proxy.send(r#"{"jsonrpc":"2.0","method":"test/exit","params":{"code":3}}"#);
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let msg = proxy.recv_json();
+        assert_eq!(msg["error"]["code"], -32000, "{msg}");
+        let message = msg["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("upstream server exited with status 3"),
+            "{msg}"
+        );
+        ids.push(msg["id"].clone());
+    }
+    assert_eq!(ids, [json!(30), json!("31")]);
+    let status = proxy.wait(STEP);
+    assert_eq!(status.code(), Some(3));
+    assert!(
+        proxy.stderr_text().contains("exited with status 3"),
+        "{}",
+        proxy.stderr_text()
+    );
+}
+
+#[test]
+fn client_eof_closes_the_server_stdin_and_the_proxy_exits_with_its_status() {
+    let mut proxy = Proxy::start(&[], &[]);
+    proxy.sync("hello");
+    let start = Instant::now();
+    proxy.close_stdin();
+    let status = proxy.wait(STEP);
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        start.elapsed()
+    );
+    // The server's stderr passes through the proxy's.
+    assert!(
+        proxy.stderr_text().contains("upstream: eof"),
+        "{}",
+        proxy.stderr_text()
+    );
+}
+
+#[test]
+fn a_server_that_ignores_eof_is_killed_after_the_grace_time() {
+    let mut proxy = Proxy::start(&["--shutdown-grace-ms", "300"], &["ignore-eof"]);
+    proxy.sync("hello");
+    let start = Instant::now();
+    proxy.close_stdin();
+    let status = proxy.wait(STEP);
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(
+        proxy.stderr_text().contains("killing it"),
+        "{}",
+        proxy.stderr_text()
+    );
+}
+
+#[test]
+fn stateless_2026_07_28_messages_pass() {
+    let mut proxy = Proxy::start(&[], &[]);
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let discover =
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{{meta}}}}}"#);
+    proxy.send(&discover);
+    assert_eq!(proxy.received_by_upstream(), discover);
+    let discovered = r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":60000,"cacheScope":"private"}}"#;
+    proxy.emit(&[discovered]);
+    assert_eq!(String::from_utf8_lossy(&proxy.recv()), discovered);
+
+    let list = format!(r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{{{meta}}}}}"#);
+    proxy.send(&list);
+    assert_eq!(proxy.received_by_upstream(), list);
+    proxy.emit(&[
+        r#"{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}"#,
+    ]);
+    let msg = proxy.recv_json();
+    assert_eq!(msg["id"], 2);
+    assert_eq!(msg["result"]["resultType"], "complete");
+    assert_eq!(msg["result"]["tools"][0]["name"], "echo");
+
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{{"name":"echo","arguments":{{"x":1}},{meta}}}}}"#
+    );
+    proxy.send(&call);
+    assert_eq!(proxy.received_by_upstream(), call);
+    proxy.emit(&[
+        r#"{"jsonrpc":"2.0","id":"c","result":{"resultType":"complete","content":[{"type":"text","text":"hi"}]}}"#,
+    ]);
+    let msg = proxy.recv_json();
+    assert_eq!(msg["id"], "c");
+    assert_eq!(msg["result"]["resultType"], "complete");
+    assert_eq!(msg["result"]["content"][0]["text"], "hi");
+}
+
+#[test]
+fn a_missing_upstream_command_is_an_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-budget"))
+        .args(["proxy", "--", "/nonexistent/mcp-server"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot start the upstream server"),
+        "{stderr}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-budget"))
+        .args(["proxy"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+}

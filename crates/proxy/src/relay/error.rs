@@ -1,0 +1,25 @@
+//! Errors of the relay: only what stops it from starting or from waiting for the server.
+//!
+//! Bad input from either side is never an error here: the relay answers it on the wire or
+//! logs it to stderr and goes on.
+
+/// Why the relay could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RelayError {
+    /// The upstream server's command could not be started (not found, not executable …).
+    #[error("cannot start the upstream server {program:?}: {source}")]
+    Spawn {
+        /// The command as given.
+        program: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The upstream server's stdin or stdout could not be captured.
+    #[error("cannot connect to the upstream server's stdin and stdout")]
+    Pipes,
+    /// Waiting for the upstream server to exit failed.
+    #[error("cannot wait for the upstream server: {0}")]
+    Wait(#[source] std::io::Error),
+}

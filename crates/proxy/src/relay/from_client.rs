@@ -1,0 +1,246 @@
+//! Client → server: the client's lines, forwarded to the server's stdin byte for byte.
+//!
+//! Requests are recorded in the pending table before they are forwarded (so the answer can
+//! never outrun its record). A `tools/call` of an injected tool (`read_more`,
+//! `query_response`) is answered here and never reaches the server. The line order of
+//! everything forwarded is the client's order.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::io::{AsyncRead, AsyncWriteExt, BufWriter};
+use tokio::process::ChildStdin;
+use tokio::sync::mpsc;
+
+use super::lines::{Frame, LineReader};
+use super::route::{self, Entry, Parsed, Track};
+use super::scan::Scan;
+use super::{Shared, log, reply};
+
+/// The server's stdin, until it breaks.
+struct ToServer {
+    stdin: Option<BufWriter<ChildStdin>>,
+}
+
+impl ToServer {
+    /// Writes one line and its `\n`; `false` when the server no longer reads.
+    async fn send(&mut self, line: &[u8]) -> bool {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return false;
+        };
+        let mut result = stdin.write_all(line).await;
+        if result.is_ok() {
+            result = stdin.write_all(b"\n").await;
+        }
+        self.check(result)
+    }
+
+    async fn flush(&mut self) -> bool {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return false;
+        };
+        let result = stdin.flush().await;
+        self.check(result)
+    }
+
+    fn check(&mut self, result: std::io::Result<()>) -> bool {
+        if let Err(e) = result {
+            log::warn(format_args!(
+                "the upstream server no longer reads its stdin: {e}"
+            ));
+            self.stdin = None;
+            return false;
+        }
+        true
+    }
+}
+
+/// Relays the client's lines until the client closes its end (or its stdin fails); then the
+/// server's stdin is closed, which tells a well-behaved server to exit.
+pub(crate) async fn run<I: AsyncRead + Unpin>(
+    mut lines: LineReader<I>,
+    stdin: ChildStdin,
+    shared: Arc<Shared>,
+    out: mpsc::Sender<Vec<u8>>,
+) {
+    let mut server = ToServer {
+        stdin: Some(BufWriter::with_capacity(64 * 1024, stdin)),
+    };
+    loop {
+        let frame = match lines.next_frame().await {
+            Ok(frame) => frame,
+            Err(e) => {
+                log::warn(format_args!("cannot read from the client: {e}"));
+                break;
+            }
+        };
+        match frame {
+            Frame::Eof => break,
+            Frame::TooLong { bytes, scan } => {
+                log::warn(format_args!(
+                    "dropped a client line of {bytes} bytes: over the limit of {} bytes (--max-line-bytes)",
+                    shared.max_line_bytes
+                ));
+                if let (Some(id), false) = (scan.id, scan.has_outcome) {
+                    let message = format!(
+                        "request of {bytes} bytes exceeds the proxy's limit of {} bytes per line (mcp-budget --max-line-bytes)",
+                        shared.max_line_bytes
+                    );
+                    send(
+                        &out,
+                        reply::error_line(&id, reply::INVALID_REQUEST, &message),
+                    )
+                    .await;
+                }
+            }
+            Frame::Line(line) => relay_line(&line, &mut server, &shared, &out).await,
+        }
+        if !lines.has_buffered_line() {
+            server.flush().await;
+        }
+    }
+    server.flush().await;
+    // Dropping the writer closes the server's stdin.
+    log::debug(format_args!(
+        "client closed its end; closing the upstream server's stdin"
+    ));
+}
+
+async fn send(out: &mpsc::Sender<Vec<u8>>, line: Vec<u8>) {
+    // Fails only when the writer is gone, i.e. the relay is shutting down.
+    let _ = out.send(line).await;
+}
+
+async fn relay_line(
+    line: &[u8],
+    server: &mut ToServer,
+    shared: &Arc<Shared>,
+    out: &mpsc::Sender<Vec<u8>>,
+) {
+    let envelope = match route::parse(line) {
+        Parsed::Message(envelope) => envelope,
+        Parsed::Batch => {
+            log::debug(format_args!(
+                "forwarding a batch unchanged (its calls are not shaped)"
+            ));
+            server.send(line).await;
+            return;
+        }
+        Parsed::NotJson(scan) => return refuse(line, scan, true, out).await,
+        Parsed::Invalid(scan) => return refuse(line, scan, false, out).await,
+    };
+    let (Some(method), Some(id)) = (envelope.method.as_deref(), envelope.id) else {
+        if envelope.method.as_deref() == Some("notifications/cancelled")
+            && let Some(request) = route::cancelled_request(envelope.params)
+        {
+            shared.pending().cancel(&route::id_key(&request));
+        }
+        // Notifications, and the client's answers to the server's own requests.
+        server.send(line).await;
+        return;
+    };
+    let raw_id = id.get().as_bytes();
+
+    if method == "tools/call"
+        && let Some(shaper) = shared.shaper.clone()
+    {
+        let params: serde_json::Value = envelope
+            .params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default();
+        // An injected tool may run jq over a cached 12 MB response: off the I/O threads.
+        // Awaiting it here keeps the client's line order.
+        let answer = tokio::task::spawn_blocking(move || shaper.answer_injected(&params)).await;
+        match answer {
+            Ok(Some(result)) => {
+                let line = reply::result_line(raw_id, &result).unwrap_or_else(|e| {
+                    reply::error_line(raw_id, reply::INTERNAL_ERROR, &format!("mcp-budget: {e}"))
+                });
+                send(out, line).await;
+                return;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                log::warn(format_args!("answering an injected tool failed: {e}"));
+                let message =
+                    "mcp-budget failed to answer this call (internal error; see its stderr)";
+                send(
+                    out,
+                    reply::error_line(raw_id, reply::INTERNAL_ERROR, message),
+                )
+                .await;
+                return;
+            }
+        }
+    }
+
+    let key = route::id_key(raw_id);
+    let entry = Entry {
+        raw_id: raw_id.into(),
+        method: method.to_owned(),
+        track: route::track_of(method, envelope.params),
+        sent_at: Instant::now(),
+        cancelled: false,
+    };
+    let tracked = entry.track != Track::Other;
+    let inserted = shared.pending().insert(key.clone(), entry);
+    match inserted {
+        Ok(None) => {}
+        Ok(Some(_)) => log::warn(format_args!(
+            "the client reused the id {} of a request still in flight",
+            log::preview(raw_id)
+        )),
+        Err(route::Closed) => {
+            let message = "upstream server has exited; the request was not delivered";
+            send(
+                out,
+                reply::error_line(raw_id, reply::CONNECTION_CLOSED, message),
+            )
+            .await;
+            return;
+        }
+    }
+    if tracked {
+        log::debug(format_args!("{method} {} forwarded", log::preview(raw_id)));
+    }
+    if !server.send(line).await {
+        // The server stopped reading: answer now rather than when it is reaped.
+        let taken = shared.pending().take(&key);
+        if taken.is_some() {
+            let message = "upstream server is not reading its input (it may have exited); the request was not delivered";
+            send(
+                out,
+                reply::error_line(raw_id, reply::CONNECTION_CLOSED, message),
+            )
+            .await;
+        }
+    }
+}
+
+/// Drops a line that is not a JSON-RPC message; answers it when it was a request whose id
+/// could be recovered (-32700 when it was not JSON, -32600 when it was JSON but no message).
+async fn refuse(line: &[u8], scan: Scan, not_json: bool, out: &mpsc::Sender<Vec<u8>>) {
+    log::warn(format_args!(
+        "dropped a client line that is not {}: {}",
+        if not_json {
+            "JSON"
+        } else {
+            "a JSON-RPC message"
+        },
+        log::preview(line)
+    ));
+    if let (Some(id), false) = (scan.id, scan.has_outcome) {
+        let (code, message) = if not_json {
+            (
+                reply::PARSE_ERROR,
+                "Parse error: the request is not valid JSON",
+            )
+        } else {
+            (
+                reply::INVALID_REQUEST,
+                "Invalid Request: not a JSON-RPC 2.0 message",
+            )
+        };
+        send(out, reply::error_line(&id, code, message)).await;
+    }
+}

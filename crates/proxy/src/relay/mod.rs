@@ -1,0 +1,331 @@
+//! The stdio relay: newline-delimited JSON-RPC between an MCP client (our stdin/stdout) and an
+//! upstream MCP server (a child process), hand-rolled over tokio.
+//!
+//! Every line is forwarded byte for byte, both ways, except the results of `tools/call` and
+//! `tools/list`, which a [`Shaper`] rewrites, and the client's calls of the injected tools,
+//! which the shaper answers. Only each message's envelope is parsed (`id`, `method`, where
+//! `result` sits). The relay does not care about the protocol version: initialize-based
+//! (2024-11-05 … 2025-11-25) and stateless (2026-07-28: `server/discover`, `_meta` on every
+//! request, `resultType` in results) sessions pass the same way.
+//!
+//! Four tasks: one reads the client and writes the server's stdin; one reads the server's
+//! stdout; one writes every line bound for the client (so lines never interleave); the caller's
+//! task watches the child. Shaping runs on tokio's blocking pool.
+//!
+//! Faults never stop the relay: a line that is not JSON, or longer than
+//! [`RelayOptions::max_line_bytes`], is dropped, logged to stderr and answered with a JSON-RPC
+//! error when it was a request whose id can be recovered (-32700 parse error, -32600 invalid
+//! request; -32603 for a bad answer of the server). When the server exits, every request
+//! still waiting gets a -32000 error naming the exit status, and [`Relay::run`] returns. When
+//! the client closes its end, the server's stdin is closed; the server gets
+//! [`RelayOptions::shutdown_grace`] to exit before it is killed.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), mcp_budget_proxy::relay::RelayError> {
+//! use mcp_budget_proxy::relay::{Relay, RelayOptions, Upstream};
+//!
+//! let upstream = Upstream::new("npx", ["-y", "@modelcontextprotocol/server-everything"]);
+//! let exit = Relay::new(RelayOptions::default()).run_stdio(&upstream).await?;
+//! std::process::exit(exit.code);
+//! # }
+//! ```
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio::time::timeout;
+
+mod child;
+mod error;
+mod from_client;
+mod from_server;
+mod lines;
+mod log;
+mod reply;
+mod route;
+mod scan;
+mod writer;
+
+pub use child::Upstream;
+pub use error::RelayError;
+
+use lines::LineReader;
+use route::Pending;
+
+/// The default bound on one line, in bytes: 256 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 256 * 1024 * 1024;
+
+/// The default time the server gets to exit after the client closed its end: 5 s.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How long the relay keeps reading the server's stdout after the server exited (a grandchild
+/// may hold the pipe open): 2 s.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+
+/// How long the relay waits, at the end, for shaping jobs and the client writer: 60 s.
+const WRITER_DRAIN: Duration = Duration::from_secs(60);
+
+/// What rewrites the results the relay intercepts (the boundary, `crate::boundary`).
+///
+/// Every method runs on tokio's blocking pool and may take its time; none may assume an
+/// order between calls (several results are shaped at once).
+pub trait Shaper: Send + Sync + 'static {
+    /// The result of a client's `tools/call` (its `params`, as sent) that the proxy answers
+    /// itself (an injected tool: `read_more`, `query_response`), or `None` to forward it.
+    fn answer_injected(&self, params: &serde_json::Value) -> Option<serde_json::Value>;
+
+    /// The shaped `result` of a `tools/call` response. `tool` is the request's `params.name`;
+    /// `upstream_ms` the milliseconds from forwarding the request to reading the response.
+    fn shape_call_result(
+        &self,
+        tool: &str,
+        result: serde_json::Value,
+        upstream_ms: u64,
+    ) -> serde_json::Value;
+
+    /// The shaped `result` of a `tools/list` response; `first_page` when the request had no
+    /// cursor (the injected tools go on the first page only).
+    fn shape_list_result(&self, result: serde_json::Value, first_page: bool) -> serde_json::Value;
+}
+
+/// Limits of the relay.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RelayOptions {
+    /// The longest line accepted from either side, in bytes (the `\n` not counted). A longer
+    /// line is read through without being held, dropped, and answered with an error when it
+    /// was a request or a response of a known request. Default [`DEFAULT_MAX_LINE_BYTES`].
+    pub max_line_bytes: usize,
+    /// How long the server gets to exit after the client closed its end (and the relay closed
+    /// the server's stdin) before it is killed. Default [`DEFAULT_SHUTDOWN_GRACE`].
+    pub shutdown_grace: Duration,
+}
+
+impl Default for RelayOptions {
+    fn default() -> Self {
+        RelayOptions {
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+}
+
+/// Why the relay stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StopCause {
+    /// The server exited on its own (a crash, or its reaction to something).
+    UpstreamExited,
+    /// The client closed its end, and the server then exited within the grace time.
+    ClientClosed,
+    /// The client closed its end and the server did not exit within the grace time: killed.
+    UpstreamKilled,
+    /// The server closed its stdout and did not exit within the grace time; its stdin was
+    /// closed, and it was killed if it did not exit within another grace time.
+    UpstreamOutputClosed,
+}
+
+/// How the relay ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelayExit {
+    /// The exit code for the proxy: the server's exit code (128 + the signal number when a
+    /// signal ended it), or 0 when the relay killed the server after the client had left.
+    pub code: i32,
+    /// Why it stopped.
+    pub cause: StopCause,
+}
+
+/// State shared by the relay's tasks.
+pub(crate) struct Shared {
+    pending: Mutex<Pending>,
+    shaper: Option<Arc<dyn Shaper>>,
+    max_line_bytes: usize,
+}
+
+impl Shared {
+    /// The pending table (a panic elsewhere never makes it unusable).
+    fn pending(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The relay between one client and one upstream server.
+pub struct Relay {
+    options: RelayOptions,
+    shaper: Option<Arc<dyn Shaper>>,
+}
+
+impl std::fmt::Debug for Relay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Relay")
+            .field("options", &self.options)
+            .field("shaping", &self.shaper.is_some())
+            .finish()
+    }
+}
+
+impl Relay {
+    /// A relay that forwards everything unchanged (no shaper yet).
+    pub fn new(options: RelayOptions) -> Relay {
+        Relay {
+            options,
+            shaper: None,
+        }
+    }
+
+    /// Shapes `tools/call` and `tools/list` results and answers injected tools with `shaper`.
+    pub fn with_shaper(mut self, shaper: Arc<dyn Shaper>) -> Relay {
+        self.shaper = Some(shaper);
+        self
+    }
+
+    /// [`Relay::run`] on the process's stdin and stdout.
+    ///
+    /// tokio reads stdin on a blocking thread that outlives the relay: shut the runtime down
+    /// with a timeout (`Runtime::shutdown_timeout`) after this returns.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::run`].
+    pub async fn run_stdio(&self, upstream: &Upstream) -> Result<RelayExit, RelayError> {
+        self.run(upstream, tokio::io::stdin(), tokio::io::stdout())
+            .await
+    }
+
+    /// Starts the server and relays between it and the client (`client_in`: what the client
+    /// writes; `client_out`: what it reads) until the server is gone.
+    ///
+    /// Returns once the server has exited (or was killed) and every line owed to the client
+    /// was written: the answers the server sent, shaped results, and an error for each request
+    /// left unanswered.
+    ///
+    /// # Errors
+    ///
+    /// [`RelayError::Spawn`] when the server cannot be started, [`RelayError::Pipes`] when its
+    /// stdio cannot be captured, [`RelayError::Wait`] when waiting for it fails. Bad input from
+    /// either side is never an error.
+    pub async fn run<I, O>(
+        &self,
+        upstream: &Upstream,
+        client_in: I,
+        client_out: O,
+    ) -> Result<RelayExit, RelayError>
+    where
+        I: AsyncRead + Unpin + Send + 'static,
+        O: AsyncWrite + Unpin + Send + 'static,
+    {
+        let mut child = upstream.spawn()?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(RelayError::Pipes);
+        };
+        let max = self.options.max_line_bytes;
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Pending::default()),
+            shaper: self.shaper.clone(),
+            max_line_bytes: max,
+        });
+        let (out, queue) = mpsc::channel(writer::QUEUE);
+        let writer = tokio::spawn(writer::run(client_out, queue));
+        let mut client = tokio::spawn(from_client::run(
+            LineReader::new(client_in, max),
+            stdin,
+            Arc::clone(&shared),
+            out.clone(),
+        ));
+        let mut server = tokio::spawn(from_server::run(
+            LineReader::new(stdout, max),
+            Arc::clone(&shared),
+            out.clone(),
+        ));
+
+        enum First {
+            Client,
+            Server,
+            Exited(std::process::ExitStatus),
+        }
+        let first = tokio::select! {
+            _ = &mut client => First::Client,
+            _ = &mut server => First::Server,
+            status = child.wait() => First::Exited(status.map_err(RelayError::Wait)?),
+        };
+        let (client_done, server_done) = (
+            matches!(first, First::Client),
+            matches!(first, First::Server),
+        );
+        let grace = self.options.shutdown_grace;
+        let (status, cause) = match first {
+            First::Exited(status) => (status, StopCause::UpstreamExited),
+            // Its stdout closed: usually it is exiting right now.
+            First::Server => match timeout(grace, child.wait()).await {
+                Ok(status) => (status.map_err(RelayError::Wait)?, StopCause::UpstreamExited),
+                Err(_) => {
+                    log::warn(format_args!(
+                        "the upstream server closed its stdout but did not exit within {grace:?}; closing its stdin"
+                    ));
+                    // Dropping the client task drops the server's stdin.
+                    client.abort();
+                    let status = match timeout(grace, child.wait()).await {
+                        Ok(status) => status,
+                        Err(_) => {
+                            log::warn(format_args!("killing the upstream server"));
+                            let _ = child.start_kill();
+                            child.wait().await
+                        }
+                    };
+                    (
+                        status.map_err(RelayError::Wait)?,
+                        StopCause::UpstreamOutputClosed,
+                    )
+                }
+            },
+            First::Client => match timeout(grace, child.wait()).await {
+                Ok(status) => (status.map_err(RelayError::Wait)?, StopCause::ClientClosed),
+                Err(_) => {
+                    log::warn(format_args!(
+                        "the upstream server did not exit {grace:?} after its stdin was closed; killing it"
+                    ));
+                    let _ = child.start_kill();
+                    let status = child.wait().await.map_err(RelayError::Wait)?;
+                    (status, StopCause::UpstreamKilled)
+                }
+            },
+        };
+
+        // What the server wrote before it exited is still in the pipe: relay it first.
+        if !server_done && timeout(DRAIN_AFTER_EXIT, &mut server).await.is_err() {
+            server.abort();
+        }
+        let why = format!("upstream server exited with {}", child::describe(status));
+        if cause == StopCause::UpstreamExited {
+            log::warn(format_args!("{why}"));
+        }
+        let orphans = shared.pending().close();
+        for entry in orphans {
+            let message = format!("{why} before answering this request ({})", entry.method);
+            let _ = out
+                .send(reply::error_line(
+                    &entry.raw_id,
+                    reply::CONNECTION_CLOSED,
+                    &message,
+                ))
+                .await;
+        }
+        if !client_done {
+            client.abort();
+        }
+        drop(out);
+        // The queue closes when the readers and every shaping job have dropped their senders.
+        if timeout(WRITER_DRAIN, writer).await.is_err() {
+            log::warn(format_args!(
+                "gave up writing to the client after {WRITER_DRAIN:?}"
+            ));
+        }
+        let code = match cause {
+            StopCause::UpstreamKilled => 0,
+            _ => child::exit_code(status),
+        };
+        Ok(RelayExit { code, cause })
+    }
+}

@@ -1,0 +1,375 @@
+//! Routing: what one line is (request, notification, response), and the table of the client's
+//! requests that are waiting for the server's answer.
+//!
+//! Only the envelope is parsed: `id`, `method`, and where `params`, `result` and `error` sit in
+//! the line (as borrowed [`RawValue`]s, so nothing is copied or re-serialized). Every other
+//! member is left alone; the relay forwards the line's own bytes.
+//!
+//! Two id spaces share the pipe: the client's requests (answered by the server) and the
+//! server's own requests (`roots/list`, `sampling/createMessage`, `elicitation/create`,
+//! answered by the client). Only the first kind enters the [`Pending`] table, so a server's
+//! request and a client's request with the same id never meet.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+use super::scan::{Scan, Scanner};
+
+/// The envelope of one JSON-RPC message; members borrow from the line.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Envelope<'a> {
+    /// The id, `Some` even when it is JSON `null`; `None` when absent.
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub(crate) id: Option<&'a RawValue>,
+    /// The method of a request or notification.
+    #[serde(default, borrow)]
+    pub(crate) method: Option<Cow<'a, str>>,
+    /// The params of a request or notification.
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub(crate) params: Option<&'a RawValue>,
+    /// The result of a successful response.
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub(crate) result: Option<&'a RawValue>,
+    /// The error of a failed response.
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub(crate) error: Option<&'a RawValue>,
+}
+
+/// Keeps JSON `null` as `Some(null)`: a member that is present is `Some`.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// What one line turned out to be.
+#[derive(Debug)]
+pub(crate) enum Parsed<'a> {
+    /// A JSON object with a well-formed envelope.
+    Message(Envelope<'a>),
+    /// A JSON array (a JSON-RPC batch, from protocol 2025-03-26): passed through untouched.
+    Batch,
+    /// Not JSON (-32700); the scan holds the id when one could be recovered.
+    NotJson(Scan),
+    /// JSON, but not a JSON-RPC message (-32600); the scan holds the id when there was one.
+    Invalid(Scan),
+}
+
+/// Parses the envelope of one line.
+pub(crate) fn parse(line: &[u8]) -> Parsed<'_> {
+    match line.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => match serde_json::from_slice::<Envelope<'_>>(line) {
+            Ok(envelope) => Parsed::Message(envelope),
+            Err(e) if e.is_data() => Parsed::Invalid(Scanner::scan(line)),
+            Err(_) => Parsed::NotJson(Scanner::scan(line)),
+        },
+        Some(b'[') => match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+            Ok(_) => Parsed::Batch,
+            Err(_) => Parsed::NotJson(Scan::default()),
+        },
+        _ => match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+            Ok(_) => Parsed::Invalid(Scan::default()),
+            Err(_) => Parsed::NotJson(Scan::default()),
+        },
+    }
+}
+
+/// The key of an id in the [`Pending`] table.
+///
+/// Strings are keyed by their decoded value, so a server that re-encodes `"\u00e9"` as `"é"`
+/// still matches; numbers and `null` by their spelling.
+pub(crate) fn id_key(raw: &[u8]) -> Vec<u8> {
+    if raw.first() == Some(&b'"')
+        && let Ok(s) = serde_json::from_slice::<String>(raw)
+    {
+        let mut key = Vec::with_capacity(s.len() + 1);
+        key.push(b's');
+        key.extend_from_slice(s.as_bytes());
+        return key;
+    }
+    let mut key = Vec::with_capacity(raw.len() + 1);
+    key.push(b'v');
+    key.extend_from_slice(raw);
+    key
+}
+
+/// The position of a borrowed member inside the line it was parsed from, as a byte range.
+pub(crate) fn span_in(line: &[u8], part: &RawValue) -> Option<std::ops::Range<usize>> {
+    let start = (part.get().as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+    let end = start.checked_add(part.get().len())?;
+    (end <= line.len() && line.get(start..end) == Some(part.get().as_bytes())).then_some(start..end)
+}
+
+/// What the relay does with the answer to a tracked request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Track {
+    /// `tools/call` of the named tool: its result is shaped.
+    Call {
+        /// `params.name` of the request (empty when it had none).
+        tool: String,
+    },
+    /// `tools/list`: its result gets the injected tools when `first_page`.
+    List {
+        /// The request had no `params.cursor`.
+        first_page: bool,
+    },
+    /// Any other request: its answer is forwarded as is.
+    Other,
+}
+
+/// One client request waiting for the server's answer.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    /// The id as the client spelled it (used when the relay answers in the server's place).
+    pub(crate) raw_id: Box<[u8]>,
+    /// The request's method (for messages).
+    pub(crate) method: String,
+    /// What to do with the answer.
+    pub(crate) track: Track,
+    /// When the request was forwarded to the server.
+    pub(crate) sent_at: Instant,
+    /// The client sent `notifications/cancelled` for it: no error is owed when the server dies.
+    pub(crate) cancelled: bool,
+}
+
+/// How many ids the relay remembers having answered in the server's place.
+const ABANDONED_MEMORY: usize = 1024;
+
+/// The table of in-flight client requests, keyed by [`id_key`].
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    map: HashMap<Vec<u8>, Entry>,
+    /// Ids answered by the relay in the server's place (a bad or over-long response): a late
+    /// real answer to one of them is dropped rather than handed to the client twice.
+    abandoned: VecDeque<Vec<u8>>,
+    closed: bool,
+}
+
+/// The table was closed: the server is gone.
+#[derive(Debug)]
+pub(crate) struct Closed;
+
+impl Pending {
+    /// Records a forwarded request; returns an entry it displaced (a client reusing an id).
+    ///
+    /// # Errors
+    ///
+    /// [`Closed`] once the server is gone; the caller answers the request itself.
+    pub(crate) fn insert(&mut self, key: Vec<u8>, entry: Entry) -> Result<Option<Entry>, Closed> {
+        if self.closed {
+            return Err(Closed);
+        }
+        Ok(self.map.insert(key, entry))
+    }
+
+    /// Removes and returns the request an answer with this key belongs to.
+    pub(crate) fn take(&mut self, key: &[u8]) -> Option<Entry> {
+        self.map.remove(key)
+    }
+
+    /// Marks a request as cancelled by the client.
+    pub(crate) fn cancel(&mut self, key: &[u8]) {
+        if let Some(entry) = self.map.get_mut(key) {
+            entry.cancelled = true;
+        }
+    }
+
+    /// Remembers that the relay answered this request in the server's place.
+    pub(crate) fn abandon(&mut self, key: Vec<u8>) {
+        if self.abandoned.len() >= ABANDONED_MEMORY {
+            self.abandoned.pop_front();
+        }
+        self.abandoned.push_back(key);
+    }
+
+    /// Whether the relay already answered this id; forgets it (an id is answered once).
+    pub(crate) fn was_abandoned(&mut self, key: &[u8]) -> bool {
+        match self.abandoned.iter().position(|k| k == key) {
+            Some(i) => {
+                self.abandoned.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Closes the table and returns the requests still waiting that were not cancelled,
+    /// oldest first.
+    pub(crate) fn close(&mut self) -> Vec<Entry> {
+        self.closed = true;
+        let mut left: Vec<Entry> = self
+            .map
+            .drain()
+            .map(|(_, e)| e)
+            .filter(|e| !e.cancelled)
+            .collect();
+        left.sort_by_key(|e| e.sent_at);
+        left
+    }
+
+    /// The number of requests waiting.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+/// What a request's `params` say about tracking: the tool name of a `tools/call`, and whether a
+/// `tools/list` asks for its first page.
+pub(crate) fn track_of(method: &str, params: Option<&RawValue>) -> Track {
+    #[derive(Deserialize, Default)]
+    struct Params<'a> {
+        #[serde(default, borrow)]
+        name: Option<Cow<'a, str>>,
+        #[serde(default, borrow)]
+        cursor: Option<&'a RawValue>,
+    }
+    let params = || -> Params<'_> {
+        params
+            .and_then(|p| serde_json::from_str::<Params<'_>>(p.get()).ok())
+            .unwrap_or_default()
+    };
+    match method {
+        "tools/call" => Track::Call {
+            tool: params().name.map(Cow::into_owned).unwrap_or_default(),
+        },
+        "tools/list" => Track::List {
+            first_page: params().cursor.is_none_or(|c| c.get() == "null"),
+        },
+        _ => Track::Other,
+    }
+}
+
+/// The `requestId` of a `notifications/cancelled`, as raw bytes.
+pub(crate) fn cancelled_request(params: Option<&RawValue>) -> Option<Vec<u8>> {
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(rename = "requestId", borrow)]
+        request_id: &'a RawValue,
+    }
+    let p = serde_json::from_str::<Params<'_>>(params?.get()).ok()?;
+    Some(p.request_id.get().as_bytes().to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn envelope(line: &str) -> Envelope<'_> {
+        match parse(line.as_bytes()) {
+            Parsed::Message(e) => e,
+            other => panic!("not a message: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ids_of_every_type_keep_their_spelling() {
+        for (line, id) in [
+            (r#"{"id":1,"method":"a"}"#, "1"),
+            (r#"{"id":1.50,"method":"a"}"#, "1.50"),
+            (r#"{"id":"x y","method":"a"}"#, r#""x y""#),
+            (r#"{"id":null,"method":"a"}"#, "null"),
+            (
+                r#"{"id":123456789012345678901234567890,"result":{}}"#,
+                "123456789012345678901234567890",
+            ),
+        ] {
+            let e = envelope(line);
+            assert_eq!(e.id.map(RawValue::get), Some(id), "{line}");
+        }
+        assert!(envelope(r#"{"method":"n"}"#).id.is_none());
+    }
+
+    #[test]
+    fn unknown_members_are_ignored_and_kinds_are_told_apart() {
+        let e = envelope(r#"{"jsonrpc":"2.0","x":[1,{"id":2}],"id":3,"method":"m","_meta":{}}"#);
+        assert_eq!(e.id.map(RawValue::get), Some("3"));
+        assert_eq!(e.method.as_deref(), Some("m"));
+        let e = envelope(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m"}}"#);
+        assert!(e.error.is_some() && e.result.is_none() && e.method.is_none());
+    }
+
+    #[test]
+    fn lines_that_are_not_messages_are_classified() {
+        assert!(matches!(parse(b"[1,2]"), Parsed::Batch));
+        assert!(matches!(parse(b"[1,2"), Parsed::NotJson(_)));
+        assert!(matches!(parse(b"42"), Parsed::Invalid(_)));
+        assert!(matches!(parse(b"hello"), Parsed::NotJson(_)));
+        match parse(br#"{"id":5,"method":7}"#) {
+            Parsed::Invalid(scan) => assert_eq!(scan.id.as_deref(), Some(&b"5"[..])),
+            other => panic!("{other:?}"),
+        }
+        match parse(br#"{"id":"q","method":"x", nope}"#) {
+            Parsed::NotJson(scan) => assert_eq!(scan.id.as_deref(), Some(&b"\"q\""[..])),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn spans_point_into_the_line() {
+        let line = br#"{"id":1,"result":{"content":[]},"x":2}"#;
+        let Parsed::Message(e) = parse(line) else {
+            panic!("not a message")
+        };
+        let span = e.result.and_then(|r| span_in(line, r)).map(|r| &line[r]);
+        assert_eq!(span, Some(&br#"{"content":[]}"#[..]));
+    }
+
+    #[test]
+    fn string_ids_match_across_escapes() {
+        assert_eq!(id_key(br#""\u00e9""#), id_key("\"é\"".as_bytes()));
+        assert_ne!(id_key(br#""1""#), id_key(b"1"));
+    }
+
+    #[test]
+    fn tracking_reads_tool_names_and_cursors() {
+        let p = RawValue::from_string(r#"{"name":"grep","arguments":{}}"#.into()).ok();
+        assert_eq!(
+            track_of("tools/call", p.as_deref()),
+            Track::Call {
+                tool: "grep".into()
+            }
+        );
+        let p = RawValue::from_string(r#"{"cursor":"abc"}"#.into()).ok();
+        assert_eq!(
+            track_of("tools/list", p.as_deref()),
+            Track::List { first_page: false }
+        );
+        let p = RawValue::from_string(r#"{"_meta":{"cursor":1}}"#.into()).ok();
+        assert_eq!(
+            track_of("tools/list", p.as_deref()),
+            Track::List { first_page: true }
+        );
+        assert_eq!(
+            track_of("tools/list", None),
+            Track::List { first_page: true }
+        );
+        assert_eq!(track_of("ping", None), Track::Other);
+    }
+
+    #[test]
+    fn closing_returns_live_requests_oldest_first_and_refuses_new_ones() {
+        let mut pending = Pending::default();
+        let entry = |id: &str| Entry {
+            raw_id: id.as_bytes().into(),
+            method: "m".into(),
+            track: Track::Other,
+            sent_at: Instant::now(),
+            cancelled: false,
+        };
+        for id in ["1", "2", "3"] {
+            assert!(pending.insert(id_key(id.as_bytes()), entry(id)).is_ok());
+        }
+        pending.cancel(&id_key(b"2"));
+        assert!(pending.take(&id_key(b"3")).is_some());
+        let left = pending.close();
+        assert_eq!(
+            left.iter().map(|e| &*e.raw_id).collect::<Vec<_>>(),
+            [&b"1"[..]]
+        );
+        assert!(pending.insert(id_key(b"4"), entry("4")).is_err());
+        assert_eq!(pending.len(), 0);
+    }
+}
