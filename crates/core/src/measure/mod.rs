@@ -22,6 +22,7 @@
 //! of parts except where a row says it sums: model-visible items, field leaves, tool totals).
 
 mod aggregate;
+mod count;
 mod fields;
 mod input;
 mod report;
@@ -39,6 +40,7 @@ use serde_json::Value;
 
 use crate::compact;
 use crate::tokens::Encoding;
+use count::Counter;
 use input::{Input, Segment};
 use report::pct;
 
@@ -263,59 +265,5 @@ pub(crate) fn size_row_from(
         chars4,
         tokens,
         estimate_error_pct,
-    }
-}
-
-/// Counts texts with every encoding of a measurement.
-#[derive(Debug)]
-pub(crate) struct Counter<'a> {
-    encodings: &'a [Encoding],
-}
-
-impl<'a> Counter<'a> {
-    pub(crate) fn new(encodings: &'a [Encoding]) -> Self {
-        Counter { encodings }
-    }
-
-    /// Number of encodings.
-    pub(crate) fn len(&self) -> usize {
-        self.encodings.len()
-    }
-
-    /// Tokens of `text` per encoding, in order.
-    pub(crate) fn counts(&self, text: &str) -> Vec<usize> {
-        self.encodings.iter().map(|e| e.count(text)).collect()
-    }
-
-    /// Names the values of `counts`-shaped vectors.
-    pub(crate) fn wrap<T>(&self, values: Vec<T>) -> PerEncoding<T> {
-        PerEncoding::new(
-            self.encodings
-                .iter()
-                .map(|e| e.name().to_owned())
-                .zip(values)
-                .collect(),
-        )
-    }
-
-    /// Tokens of `text` per encoding.
-    pub(crate) fn count(&self, text: &str) -> PerEncoding<usize> {
-        self.wrap(self.counts(text))
-    }
-
-    /// The per-encoding sum of `items`.
-    pub(crate) fn sum<'b>(
-        &self,
-        items: impl Iterator<Item = &'b PerEncoding<usize>>,
-    ) -> PerEncoding<usize> {
-        items.fold(self.wrap(vec![0; self.len()]), |acc, x| {
-            acc.zip(x, |a, b| a + b)
-        })
-    }
-
-    /// The size row of one exact text.
-    pub(crate) fn size_row(&self, part: &str, text: &str) -> SizeRow {
-        let chars = text.chars().count();
-        size_row_from(part, text.len(), chars, chars.div_ceil(4), self.count(text))
     }
 }

@@ -174,7 +174,7 @@ pub(crate) fn make(
 
 /// How many floats of `v` rounding to `precision` digits changes, and the largest absolute
 /// error it introduces (in f64). A float is a number whose spelling has `.`, `e` or `E`; its
-/// rounded spelling is whatever [`compact::to_string`] writes for it alone.
+/// rounded spelling is [`compact::round_number`]'s (what [`compact::to_string`] writes).
 pub(crate) fn float_effect(v: &Value, precision: u32) -> (usize, f64) {
     let mut n = 0;
     let mut err: f64 = 0.0;
@@ -188,8 +188,8 @@ pub(crate) fn float_effect(v: &Value, precision: u32) -> (usize, f64) {
                 if !spelled.contains(['.', 'e', 'E']) {
                     continue;
                 }
-                let rounded = compact::to_string(v, precision);
-                if rounded == spelled {
+                let rounded = compact::round_number(&spelled, precision);
+                if rounded == spelled.as_str() {
                     continue;
                 }
                 n += 1;
