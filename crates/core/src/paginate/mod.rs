@@ -1,12 +1,92 @@
 //! Budgeted, lossless pages of any JSON value or text.
 //!
-//! PLACEHOLDER: the real algorithm is being written (issue 2 §3). The public API below is the
-//! contract the proxy and the CLI build on; the placeholder only handles "fits on one page" and
-//! naive line paging of text.
+//! [`Pager::page`] cuts page N+1 of a [`Document`] from the [`Position`] where page N ended. A
+//! caller-supplied renderer writes the meta item of each page (see [`meta::build_meta`]); the
+//! page's body tokens plus the meta's tokens never exceed the budget, counted exactly on the
+//! texts emitted (BPE counts are not additive, so nothing is summed from parts).
+//!
+//! # Pages of a JSON value
+//!
+//! A page is a valid JSON value: a window of the document in document order, wrapped in the
+//! skeleton of its ancestors.
+//! - **Units** are scalars, empty containers, and pieces of long strings (compact text over 64
+//!   bytes; pieces are cut at character boundaries of the decoded string, then re-serialized,
+//!   so never inside an escape). Arrays are cut between elements; any array, object or long
+//!   string can be the cut point. Object keys and numbers are never split.
+//! - **Skeleton**: each ancestor object of the page's start keeps the *short scalar* members
+//!   (null, booleans, numbers, strings of compact text at most 64 bytes) that come before the
+//!   cut, in the original key order (`name`, `type`, `id` …), so the reader knows where it is.
+//!   They repeat what an earlier page showed.
+//! - **Root**: normally the page body is rooted at the document root (`$`). When the skeleton
+//!   alone would take more than a quarter of the page (very deep paths), the body is the
+//!   sub-tree at a deeper path R instead, and `shown` says so (` (body is R)`).
+//! - **Progress**: every page holds at least one unit not shown before (a unit too big for any
+//!   budget — a 5,000-digit number — is shown alone on its page, and the page is flagged
+//!   [`Page::oversized`]; it is the only case where a page exceeds the budget).
+//! - **Dense**: pages are filled greedily close to the budget; only about a page of the
+//!   document is serialized and tokenized per page (never the whole payload).
+//!
+//! ## `shown` (where a JSON page is)
+//!
+//! Locations are JSONPath-like: `$`, then `.key` for identifier keys (`[A-Za-z_][A-Za-z0-9_]*`),
+//! `['key']` otherwise (RFC 9535 escapes: `\'`, `\\`, `\n`, `\uXXXX` …), `[i]` for array
+//! indices, and `[chars c]` for a character offset inside a string. `shown` is one of:
+//! - `$`: the whole document (only a page 1 that fits whole; it has no meta).
+//! - `P[a:b]`: elements `a` to `b` (exclusive) of the array at `P`; on page 1 `a` is `0` and
+//!   the page also holds the skeleton above `P` (`$[0].children[0:40]`).
+//! - `P[chars a:b]`: characters `a` to `b` (exclusive) of the string at `P`.
+//! - `FROM to TO`: from the unit at `FROM` to just before `TO`; `TO` is `end` on the last page.
+//!   `FROM` is `$` on page 1.
+//! - any of these followed by ` (body is R)` when the page body is the sub-tree at `R`.
+//!
+//! Locations longer than about 72 characters are abbreviated with `…` for humans; the
+//! [`Position`] stays exact.
+//!
+//! ## Merge rule (reassembling JSON pages)
+//!
+//! Start with the body of page 1. For each following page, let S be its **start path**: the
+//! location before ` to ` (or before ` (body is`), where a final `[a:b]` means step `[a]` and a
+//! final `[chars a:b]` means a string offset. Let R be its root (`$` unless ` (body is R)`).
+//! 1. Walk the accumulated value A down along R, going each time into the **last** element (or
+//!    last member) of A. If R equals S (the page body is one new node), attach the body there:
+//!    append it to the array, or insert it under the key of R's last step; done.
+//! 2. Otherwise merge the body V into that node N, with D = the number of steps of S below R:
+//!    - arrays: if D > 1, merge V's first element into N's last element (with D − 1); then
+//!      append V's remaining elements (all of them when D = 1);
+//!    - objects: for each member k of V in order: if D > 1 and k is N's last key, merge V[k]
+//!      into N[k] (with D − 1); else if k is not in N, insert it (keys already in N are skeleton
+//!      repeats, equal to what N holds: skip them);
+//!    - strings (D = 1): append V to N.
+//!
+//! Following the pages to the end gives back the document value-equal to its compact render
+//! (floats rounded). [`reassemble`] applies this rule from [`Page::start`] and [`Page::root`];
+//! [`reassemble_from_wire`] applies it from `shown` strings, as a client would.
+//!
+//! # Pages of a text
+//!
+//! Contiguous slices of the text, cut just after a `\n` (a CRLF stays with its line; U+2028,
+//! U+2029 and form feed are not line breaks), or, inside a single line that does not fit a
+//! page by itself, at a UTF-8 character boundary. `shown` is `lines A-B of N` (or
+//! `line A of N`), followed by ` (chars x-y)`, ` (from char x of line A)`, or
+//! ` (to char y of line B)` when a page starts or ends inside a line (0-based character offsets,
+//! end exclusive); [`PageInfo::next_start_line`] is the 1-based line the next page starts in.
+//! Reassembly is concatenation, byte-exact.
+
+use std::fmt;
+use std::str::FromStr;
 
 use serde_json::Value;
 
 use crate::tokens::Encoding;
+
+mod json;
+pub mod meta;
+mod path;
+mod reassemble;
+mod text;
+
+pub use path::{PathStep, ShownStep, parse_shown};
+pub use reassemble::{reassemble, reassemble_from_wire};
 
 /// What gets paged: a JSON value, or a text that is not JSON.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,9 +121,28 @@ impl Document {
 }
 
 /// Where a page starts. Opaque; [`Position::start`] is page 1.
+///
+/// Its [`Display`](fmt::Display) form (parsed back by [`FromStr`]) uses only lowercase hex
+/// digits and dots: `0` (start), `1.<step>.<step>…` (a JSON path of element indices, member
+/// indices and, last, a byte offset inside a string), `2.<byte>.<line>.<column>` (text).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct Position {
-    offset: usize,
+pub struct Position(pub(crate) Pos);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub(crate) enum Pos {
+    #[default]
+    Start,
+    Json(Vec<usize>),
+    Text(TextPos),
+}
+
+/// A position in a text: byte offset (at a character boundary), its 1-based line, and its
+/// 0-based character column in that line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct TextPos {
+    pub(crate) byte: usize,
+    pub(crate) line: u64,
+    pub(crate) col: usize,
 }
 
 impl Position {
@@ -54,18 +153,87 @@ impl Position {
 
     /// Whether this is the start of the document.
     pub fn is_start(&self) -> bool {
-        self.offset == 0
+        match &self.0 {
+            Pos::Start => true,
+            Pos::Json(steps) => steps.is_empty(),
+            Pos::Text(t) => t.byte == 0,
+        }
+    }
+
+    pub(crate) fn json(steps: Vec<usize>) -> Position {
+        Position(Pos::Json(steps))
+    }
+
+    pub(crate) fn text(at: TextPos) -> Position {
+        Position(Pos::Text(at))
+    }
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Pos::Start => f.write_str("0"),
+            Pos::Json(steps) => {
+                f.write_str("1")?;
+                steps.iter().try_for_each(|s| write!(f, ".{s:x}"))
+            }
+            Pos::Text(t) => write!(f, "2.{:x}.{:x}.{:x}", t.byte, t.line, t.col),
+        }
+    }
+}
+
+/// A string that is not the [`Display`](fmt::Display) form of a [`Position`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed position")]
+pub struct PositionParseError;
+
+impl FromStr for Position {
+    type Err = PositionParseError;
+
+    /// # Errors
+    /// [`PositionParseError`] when `s` is not of the form written by `Display`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut parts = s.split('.');
+        let hex = |p: &str| -> Result<usize, PositionParseError> {
+            if p.is_empty()
+                || p.len() > 16
+                || !p
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            {
+                return Err(PositionParseError);
+            }
+            usize::from_str_radix(p, 16).map_err(|_| PositionParseError)
+        };
+        match parts.next() {
+            Some("0") if parts.next().is_none() => Ok(Position::start()),
+            Some("1") => parts.map(hex).collect::<Result<_, _>>().map(Position::json),
+            Some("2") => {
+                let v: Vec<usize> = parts.map(hex).collect::<Result<_, _>>()?;
+                match v[..] {
+                    [byte, line, col] if line >= 1 => Ok(Position::text(TextPos {
+                        byte,
+                        line: line as u64,
+                        col,
+                    })),
+                    _ => Err(PositionParseError),
+                }
+            }
+            _ => Err(PositionParseError),
+        }
     }
 }
 
 /// What a meta renderer is told about the page it describes.
 #[derive(Debug, Clone)]
 pub struct PageInfo<'a> {
-    /// Where the page is: `$[0].children[40:80]` for JSON, `lines 121-240 of 5000` for text.
+    /// Where the page is: `$[0].children[40:80]` for JSON, `lines 121-240 of 5000` for text
+    /// (grammar in the module docs).
     pub shown: &'a str,
     /// Whether another page follows.
     pub has_next: bool,
-    /// For text: the 1-based line the next page starts at.
+    /// For text: the 1-based line the next page starts at (`None` on the last page and for
+    /// JSON).
     pub next_start_line: Option<u64>,
 }
 
@@ -74,12 +242,13 @@ pub struct PageInfo<'a> {
 pub struct Page {
     /// The page as the first content item carries it: compact JSON, or a slice of the text.
     pub body: String,
-    /// For JSON documents, the value of `body`.
+    /// For JSON documents, the value of `body` (floats already rounded).
     pub value: Option<Value>,
     /// The meta item's text, from the caller's renderer; `None` only when the whole document
     /// fit on page 1.
     pub meta: Option<String>,
-    /// Tokens of `body` plus tokens of `meta`: never more than the budget.
+    /// Tokens of `body` plus tokens of `meta`: never more than the budget, unless
+    /// [`Page::oversized`].
     pub tokens: usize,
     /// Where this page is (the `shown` passed to the renderer).
     pub shown: String,
@@ -87,13 +256,19 @@ pub struct Page {
     pub start: Position,
     /// Where the next page starts; `None` on the last page.
     pub next: Option<Position>,
+    /// For JSON: the path of the page body in the document (empty: the body is rooted at `$`).
+    pub root: Vec<PathStep>,
+    /// The page holds a single unit that cannot be split (a number or object key) and does not
+    /// fit the budget with its meta: `tokens` is over the budget. Never set otherwise.
+    pub oversized: bool,
 }
 
 /// Errors of [`Pager::page`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PageError {
-    /// The position does not belong to this document.
+    /// The position does not belong to this document (another document, past the end, or not
+    /// a position a page of this document ends at).
     #[error("position is outside the document")]
     OutOfRange,
 }
@@ -128,65 +303,164 @@ impl Pager {
     }
 
     /// The page of `doc` that starts at `at`. `meta` renders the meta item's text for a page;
-    /// its tokens count against the budget.
+    /// its tokens count against the budget. It is called several times per page (the pager
+    /// tries a few candidate pages); only the last text is kept.
+    ///
+    /// Page 1 ([`Position::start`]) of a document whose compact render fits the budget is the
+    /// whole document with `meta: None`. Every other page has a meta.
     ///
     /// # Errors
-    /// [`PageError::OutOfRange`] when `at` is not a position of `doc`.
+    /// [`PageError::OutOfRange`] when `at` is not a position of `doc` (a position from another
+    /// document, or the end).
     pub fn page(
         &self,
         doc: &Document,
         at: &Position,
         meta: &mut dyn FnMut(&PageInfo<'_>) -> String,
     ) -> Result<Page, PageError> {
-        let whole = doc.render(self.precision);
-        if at.offset > whole.len() {
-            return Err(PageError::OutOfRange);
+        match (doc, &at.0) {
+            (Document::Json(v), Pos::Start) => Ok(self.json(v).page(&[], meta)),
+            (Document::Json(v), Pos::Json(steps)) => {
+                if !path::is_valid(v, steps) {
+                    return Err(PageError::OutOfRange);
+                }
+                Ok(self.json(v).page(steps, meta))
+            }
+            (Document::Text(t), Pos::Start) => Ok(self.text(t).page(
+                TextPos {
+                    byte: 0,
+                    line: 1,
+                    col: 0,
+                },
+                meta,
+            )),
+            (Document::Text(t), Pos::Text(p)) => {
+                let ok =
+                    (p.byte < t.len() || p.byte == 0) && t.is_char_boundary(p.byte) && p.line >= 1;
+                if !ok {
+                    return Err(PageError::OutOfRange);
+                }
+                Ok(self.text(t).page(*p, meta))
+            }
+            _ => Err(PageError::OutOfRange),
         }
-        if at.is_start() {
-            if let Some(tokens) = self.encoding.count_till_limit(&whole, self.budget) {
-                let value = match doc {
-                    Document::Json(v) => Some(v.clone()),
-                    Document::Text(_) => None,
-                };
-                return Ok(Page {
-                    body: whole,
-                    value,
-                    meta: None,
-                    tokens,
-                    shown: "$".into(),
-                    start: at.clone(),
-                    next: None,
-                });
+    }
+
+    /// Every page of `doc`, from page 1 to the last, with `meta` as in [`Pager::page`].
+    ///
+    /// # Errors
+    /// None in practice: positions come from the pager itself; kept for symmetry with `page`.
+    pub fn pages(
+        &self,
+        doc: &Document,
+        meta: &mut dyn FnMut(usize, &PageInfo<'_>) -> String,
+    ) -> Result<Vec<Page>, PageError> {
+        let mut out = Vec::new();
+        let mut at = Position::start();
+        loop {
+            let index = out.len();
+            let page = self.page(doc, &at, &mut |info| meta(index, info))?;
+            let next = page.next.clone();
+            out.push(page);
+            match next {
+                Some(n) => at = n,
+                None => return Ok(out),
             }
         }
-        // Placeholder: everything that is left, in one page.
-        let body = whole[at.offset..].to_string();
-        let shown = "$".to_string();
-        let m = meta(&PageInfo {
-            shown: &shown,
-            has_next: false,
-            next_start_line: None,
-        });
-        let tokens = self.encoding.count(&body) + self.encoding.count(&m);
-        Ok(Page {
-            value: serde_json::from_str(&body).ok(),
-            body,
-            meta: Some(m),
-            tokens,
-            shown,
-            start: at.clone(),
-            next: None,
-        })
+    }
+
+    fn json<'a>(&'a self, v: &'a Value) -> json::JsonPaging<'a> {
+        json::JsonPaging {
+            doc: v,
+            enc: &self.encoding,
+            budget: self.budget,
+            precision: self.precision,
+        }
+    }
+
+    fn text<'a>(&'a self, t: &'a str) -> text::TextPaging<'a> {
+        text::TextPaging {
+            text: t,
+            enc: &self.encoding,
+            budget: self.budget,
+        }
     }
 }
 
-/// Puts pages back together: the inverse of paging (byte-exact for text, value-equal for JSON).
-pub fn reassemble(pages: &[Page]) -> Option<Document> {
-    let first = pages.first()?;
-    match &first.value {
-        Some(v) if pages.len() == 1 => Some(Document::Json(v.clone())),
-        _ => Some(Document::Text(
-            pages.iter().map(|p| p.body.as_str()).collect(),
-        )),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_round_trip_through_text() {
+        for p in [
+            Position::start(),
+            Position::json(vec![0, 26, 40]),
+            Position::text(TextPos {
+                byte: 300,
+                line: 12,
+                col: 4,
+            }),
+        ] {
+            let s = p.to_string();
+            assert!(s.bytes().all(|b| b == b'.' || b.is_ascii_hexdigit()), "{s}");
+            assert_eq!(s.parse::<Position>().unwrap(), p);
+        }
+        assert_eq!(Position::json(vec![0, 26, 40]).to_string(), "1.0.1a.28");
+        for bad in ["", "3", "1.x", "2.1.0.0", "2.1", "0.1", "1.G"] {
+            assert!(bad.parse::<Position>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn foreign_positions_are_out_of_range() {
+        let pager = Pager::new(Encoding::Cl100kBase, 300, 9);
+        let doc = Document::Json(serde_json::json!([1, 2, 3]));
+        let mut meta = |_: &PageInfo<'_>| String::new();
+        assert!(
+            pager
+                .page(&doc, &Position::json(vec![7]), &mut meta)
+                .is_err()
+        );
+        assert!(
+            pager
+                .page(
+                    &doc,
+                    &Position::text(TextPos {
+                        byte: 1,
+                        line: 1,
+                        col: 1
+                    }),
+                    &mut meta
+                )
+                .is_err()
+        );
+        let text = Document::Text("héllo".into());
+        assert!(
+            pager
+                .page(
+                    &text,
+                    &Position::text(TextPos {
+                        byte: 2,
+                        line: 1,
+                        col: 2
+                    }),
+                    &mut meta
+                )
+                .is_err()
+        );
+        assert!(
+            pager
+                .page(
+                    &text,
+                    &Position::text(TextPos {
+                        byte: 9,
+                        line: 1,
+                        col: 2
+                    }),
+                    &mut meta
+                )
+                .is_err()
+        );
     }
 }

@@ -1,0 +1,623 @@
+//! Pages of a JSON value: a window of the document in document order, wrapped in the skeleton
+//! of its ancestors (see the module docs of [`super`] for the rules).
+//!
+//! How a page is found, without tokenizing the whole payload:
+//! 1. **walk**: from the start position, visit units in document order; a unit that fits the
+//!    remaining budget (estimated by counting its own compact text) is taken whole, one that
+//!    does not is descended into (containers) or split (long strings). Each unit taken gives a
+//!    candidate end position with an estimated cumulative cost. The walk stops a little past
+//!    the body budget, so only about one page of the document is ever serialized.
+//! 2. **verify**: the estimates are not exact (BPE counts are not additive), so the page for a
+//!    candidate end is built, serialized and counted exactly together with its meta text; a
+//!    binary search over the candidates finds the largest page that fits.
+//! 3. **root deeper**: when the skeleton alone would eat more than a quarter of the body budget
+//!    (deep paths with many short scalars), the page body becomes the sub-tree at a deeper path.
+
+use serde_json::Value;
+
+use super::path::{self, child, extent, node_at, normalize};
+use super::{Page, PageInfo, Position};
+use crate::compact;
+use crate::tokens::Encoding;
+
+/// Scalars whose compact text is at most this many bytes are repeated in skeletons.
+pub(crate) const SHORT_SCALAR_BYTES: usize = 64;
+/// Strings whose compact text is longer than this many bytes may be split across pages.
+const LONG_STRING_BYTES: usize = 64;
+/// A text of more than this many bytes per token of budget is assumed not to fit (it is then
+/// descended into or split rather than serialized whole): keeps work proportional to the page.
+const BYTES_PER_TOKEN_CAP: usize = 16;
+
+/// Whether `v` is a scalar short enough to be repeated in the skeleton of every page.
+pub(crate) fn is_short_scalar(v: &Value) -> bool {
+    match v {
+        Value::Null | Value::Bool(_) => true,
+        Value::Number(n) => n.as_str().len() <= SHORT_SCALAR_BYTES,
+        Value::String(s) => s.len() + 2 <= SHORT_SCALAR_BYTES,
+        _ => false,
+    }
+}
+
+/// The compact byte length of `v` (unrounded numbers, unescaped strings: an estimate), or
+/// `None` as soon as it passes `cap`. Work is O(min(size, cap)).
+fn approx_len(v: &Value, cap: usize) -> Option<usize> {
+    fn go(v: &Value, cap: usize, acc: &mut usize) -> bool {
+        *acc += match v {
+            Value::Null => 4,
+            Value::Bool(_) => 5,
+            Value::Number(n) => n.as_str().len(),
+            Value::String(s) => s.len() + 2,
+            Value::Array(a) => {
+                *acc += 1 + a.len();
+                if *acc > cap {
+                    return false;
+                }
+                for c in a {
+                    if !go(c, cap, acc) {
+                        return false;
+                    }
+                }
+                0
+            }
+            Value::Object(m) => {
+                *acc += 1 + m.len();
+                for (k, c) in m {
+                    *acc += k.len() + 3;
+                    if *acc > cap || !go(c, cap, acc) {
+                        return false;
+                    }
+                }
+                0
+            }
+        };
+        *acc <= cap
+    }
+    let mut acc = 0;
+    go(v, cap, &mut acc).then_some(acc)
+}
+
+/// The window of `v` from `s` (inclusive; `None` = its beginning) to `e` (exclusive; `None` =
+/// its end), with the skeleton of `v` before `s` when `v` is an object.
+pub(crate) fn build(v: &Value, s: Option<&[usize]>, e: Option<&[usize]>) -> Value {
+    fn split(p: Option<&[usize]>, len: usize) -> (usize, Option<&[usize]>) {
+        match p {
+            None => (len, None),
+            Some(p) => match p.split_first() {
+                Some((&i, rest)) => (i, (!rest.is_empty()).then_some(rest)),
+                None => (len, None),
+            },
+        }
+    }
+    let len = extent(v);
+    let (s0, s_rest) = if s.is_some() { split(s, 0) } else { (0, None) };
+    let (e0, e_rest) = split(e, len);
+    match v {
+        Value::String(st) => {
+            let a = if s.is_some() { s0.min(st.len()) } else { 0 };
+            let b = if e.is_some() {
+                e0.min(st.len())
+            } else {
+                st.len()
+            };
+            Value::String(st.get(a..b.max(a)).unwrap_or_default().to_owned())
+        }
+        Value::Array(items) => {
+            let mut out = Vec::new();
+            for (i, c) in items.iter().enumerate().skip(s0) {
+                let cs = if i == s0 { s_rest } else { None };
+                let ce = if i == e0 { e_rest } else { None };
+                if i > e0 || (i == e0 && ce.is_none()) {
+                    break;
+                }
+                out.push(if cs.is_none() && ce.is_none() {
+                    c.clone()
+                } else {
+                    build(c, cs, ce)
+                });
+            }
+            Value::Array(out)
+        }
+        Value::Object(m) => {
+            let mut out = serde_json::Map::new();
+            for (i, (k, c)) in m.iter().enumerate() {
+                if i < s0 {
+                    if is_short_scalar(c) {
+                        out.insert(k.clone(), c.clone());
+                    }
+                    continue;
+                }
+                let cs = if i == s0 { s_rest } else { None };
+                let ce = if i == e0 { e_rest } else { None };
+                if i > e0 || (i == e0 && ce.is_none()) {
+                    break;
+                }
+                let c = if cs.is_none() && ce.is_none() {
+                    c.clone()
+                } else {
+                    build(c, cs, ce)
+                };
+                out.insert(k.clone(), c);
+            }
+            Value::Object(out)
+        }
+        scalar => scalar.clone(),
+    }
+}
+
+/// A candidate end of the page being built, with the estimated tokens up to it.
+#[derive(Debug)]
+struct Cand {
+    end: Option<Vec<usize>>,
+    est: usize,
+}
+
+/// A page found for one candidate, with its exact count.
+struct Built {
+    body: String,
+    meta: String,
+    tokens: usize,
+    shown: String,
+    end: Option<Vec<usize>>,
+}
+
+/// Pages one JSON document.
+pub(crate) struct JsonPaging<'a> {
+    pub(crate) doc: &'a Value,
+    pub(crate) enc: &'a Encoding,
+    pub(crate) budget: usize,
+    pub(crate) precision: u32,
+}
+
+impl JsonPaging<'_> {
+    /// Longest location written in full, in chars.
+    fn loc_max(&self) -> usize {
+        (self.budget / 8).max(path::LOC_MIN_CHARS)
+    }
+
+    fn text(&self, v: &Value) -> String {
+        compact::to_string(v, self.precision)
+    }
+
+    /// Tokens of `text` if at most `limit`, without tokenizing texts that are obviously longer.
+    fn count_upto(&self, text: &str, limit: usize) -> Option<usize> {
+        if text.len() > limit.saturating_mul(BYTES_PER_TOKEN_CAP).max(64) {
+            return None;
+        }
+        self.enc.count_till_limit(text, limit)
+    }
+
+    /// Estimated tokens of `v` (as a member `key` when given, plus a separator), or `None` when
+    /// it does not fit `remaining`.
+    fn fit_cost(&self, key: Option<&str>, v: &Value, remaining: usize) -> Option<usize> {
+        let cap = remaining.saturating_mul(BYTES_PER_TOKEN_CAP).max(64);
+        approx_len(v, cap)?;
+        let mut text = match key {
+            Some(k) => {
+                let mut t = serde_json::to_string(k).unwrap_or_default();
+                t.push(':');
+                t
+            }
+            None => String::new(),
+        };
+        text.push_str(&self.text(v));
+        self.count_upto(&text, remaining).map(|c| c + 1)
+    }
+
+    /// The page that starts at `s` (a canonical position; empty = the document start).
+    pub(crate) fn page(&self, s: &[usize], meta: &mut dyn FnMut(&PageInfo<'_>) -> String) -> Page {
+        if s.is_empty() {
+            let cap = self.budget.saturating_mul(BYTES_PER_TOKEN_CAP * 2);
+            if approx_len(self.doc, cap).is_some() {
+                let body = self.text(self.doc);
+                if let Some(tokens) = self.enc.count_till_limit(&body, self.budget) {
+                    return self.finish(s, &[], None, body, None, tokens, "$".into(), false);
+                }
+            }
+        }
+        // The meta text varies a little with `shown`; estimate it with a plausible one.
+        let guess = format!(
+            "{} to {}",
+            path::shown(self.doc, s, Some(s), &[], self.loc_max()),
+            "$[00000]"
+        );
+        let meta_est = self.enc.count(&meta(&PageInfo {
+            shown: &guess,
+            has_next: true,
+            next_start_line: None,
+        })) + 4;
+        let body_budget = self.budget.saturating_sub(meta_est).max(1);
+
+        // Page roots: prefixes of `s`, shallowest first; a string node is the deepest root.
+        let max_root = match s.split_last().and_then(|(_, p)| node_at(self.doc, p)) {
+            Some(Value::String(_)) => s.len() - 1,
+            _ => s.len(),
+        };
+        let mut first_root = 0;
+        let mut shells = Vec::new();
+        for k in 0..=max_root {
+            let shell = self.shell_tokens(&s[..k], s);
+            shells.push(shell);
+            first_root = k;
+            if shell <= body_budget / 4 {
+                break;
+            }
+        }
+        for k in first_root..=max_root {
+            let r = &s[..k];
+            let shell = match shells.get(k) {
+                Some(&t) => t,
+                None => self.shell_tokens(r, s),
+            };
+            // Estimates can be off: when even the first candidate is over, walk again with a
+            // smaller limit (units then get split or descended into) before rooting deeper.
+            let mut limit = body_budget + body_budget / 4 + 16;
+            loop {
+                let cands = self.walk(r, s, shell, body_budget, limit);
+                if let Some(b) = self.search(r, s, &cands, body_budget, meta) {
+                    return self.finish(
+                        s,
+                        r,
+                        b.end,
+                        b.body,
+                        Some(b.meta),
+                        b.tokens,
+                        b.shown,
+                        false,
+                    );
+                }
+                if limit <= 1 {
+                    break;
+                }
+                limit /= 2;
+            }
+        }
+        // Nothing fits even alone at the deepest root: an indivisible unit (a huge number or
+        // key) bigger than the budget. Show it alone, flagged, rather than lose it.
+        let r = &s[..max_root];
+        let cands = self.walk(r, s, 0, 0, 0);
+        let end = cands.into_iter().next().and_then(|c| c.end);
+        let b = self.build_page(r, s, end, meta);
+        self.finish(s, r, b.end, b.body, Some(b.meta), b.tokens, b.shown, true)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        s: &[usize],
+        r: &[usize],
+        end: Option<Vec<usize>>,
+        body: String,
+        meta: Option<String>,
+        tokens: usize,
+        shown: String,
+        oversized: bool,
+    ) -> Page {
+        Page {
+            value: serde_json::from_str(&body).ok(),
+            body,
+            meta,
+            tokens,
+            shown,
+            start: Position::json(s.to_vec()),
+            next: end.map(Position::json),
+            root: path::path_steps(self.doc, r),
+            oversized,
+        }
+    }
+
+    /// Tokens of the skeleton alone of a page rooted at `r` that starts at `s`.
+    fn shell_tokens(&self, r: &[usize], s: &[usize]) -> usize {
+        if r.len() == s.len() {
+            return 0;
+        }
+        let Some(node) = node_at(self.doc, r) else {
+            return 0;
+        };
+        let rel = &s[r.len()..];
+        self.enc
+            .count(&self.text(&build(node, Some(rel), Some(rel))))
+    }
+
+    /// The end of the sub-tree at `r`: where a page rooted at `r` must stop.
+    fn root_end(&self, r: &[usize]) -> Option<Vec<usize>> {
+        let mut p = r.to_vec();
+        let l = p.last_mut()?;
+        *l += 1;
+        normalize(self.doc, p)
+    }
+
+    /// Candidate ends of a page rooted at `r` starting at `s`, in document order, until the
+    /// estimate passes `limit` (at least one candidate, so every page makes progress).
+    fn walk(
+        &self,
+        r: &[usize],
+        s: &[usize],
+        shell: usize,
+        target: usize,
+        limit: usize,
+    ) -> Vec<Cand> {
+        let target = target.min(limit);
+        let mut cands: Vec<Cand> = Vec::new();
+        let mut pos = s.to_vec();
+        let mut est = shell;
+        loop {
+            if !cands.is_empty() && est > limit {
+                break;
+            }
+            let remaining = limit.saturating_sub(est).max(1);
+            // What is left of the body budget proper: a unit that would cross it is descended
+            // into, so that candidates are fine-grained where the page will end.
+            let to_target = target.saturating_sub(est).max(1);
+            let parent = pos.split_last().and_then(|(_, p)| node_at(self.doc, p));
+            if pos.len() > r.len() {
+                if let Some(Value::String(st)) = parent {
+                    // Inside a long string: pieces at character boundaries.
+                    let o = pos.last().copied().unwrap_or(0);
+                    if !self.string_pieces(st, o, &pos, &mut est, to_target, &mut cands) {
+                        break;
+                    }
+                    pos.pop();
+                    if self.take(r, &mut pos, &mut est, 0, &mut cands) {
+                        break;
+                    }
+                    continue;
+                }
+            }
+            let (key, node) = if pos.len() == r.len() {
+                match node_at(self.doc, &pos) {
+                    Some(n) => (None, n),
+                    None => break,
+                }
+            } else {
+                match parent.and_then(|p| child(p, pos.last().copied().unwrap_or(0))) {
+                    Some(kc) => kc,
+                    None => break,
+                }
+            };
+            let splittable = match node {
+                Value::Array(a) => !a.is_empty(),
+                Value::Object(m) => !m.is_empty(),
+                Value::String(st) => st.len() + 2 > LONG_STRING_BYTES,
+                _ => false,
+            };
+            // A unit that crosses the budget line is split (descended into) only when it is
+            // big: small objects (rows) stay whole and the page ends between them.
+            match self.fit_cost(key, node, remaining) {
+                Some(cost) if cost <= to_target || !splittable || cost <= target / 16 => {
+                    if self.take(r, &mut pos, &mut est, cost, &mut cands) {
+                        break;
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            if splittable {
+                est += 1 + key.map_or(0, |k| self.enc.count(k) + 2);
+                pos.push(0);
+                continue;
+            }
+            if !cands.is_empty() {
+                break;
+            }
+            // An indivisible unit over the budget: it still gets its page.
+            if self.take(r, &mut pos, &mut est, limit + 1, &mut cands) {
+                break;
+            }
+        }
+        cands
+    }
+
+    /// Takes the unit at `pos` whole (estimated at `cost` tokens): records the candidate after
+    /// it and moves `pos` there. Returns whether the page root is done.
+    fn take(
+        &self,
+        r: &[usize],
+        pos: &mut Vec<usize>,
+        est: &mut usize,
+        cost: usize,
+        cands: &mut Vec<Cand>,
+    ) -> bool {
+        *est += cost;
+        let next = if pos.len() <= r.len() {
+            self.root_end(r)
+        } else {
+            let mut p = pos.clone();
+            if let Some(l) = p.last_mut() {
+                *l += 1;
+            }
+            normalize(self.doc, p)
+        };
+        // Closing brackets of the containers left.
+        *est += pos.len().saturating_sub(next.as_ref().map_or(0, Vec::len));
+        let done = match &next {
+            None => true,
+            Some(p) => p.len() <= r.len() || !p.starts_with(r),
+        };
+        cands.push(Cand {
+            end: next.clone(),
+            est: *est,
+        });
+        if let Some(n) = next.filter(|_| !done) {
+            *pos = n;
+        }
+        done
+    }
+
+    /// Candidate ends inside the string `st` from byte `o`. Returns whether the rest of the
+    /// string was taken (the walk goes on after it).
+    fn string_pieces(
+        &self,
+        st: &str,
+        o: usize,
+        pos: &[usize],
+        est: &mut usize,
+        remaining: usize,
+        cands: &mut Vec<Cand>,
+    ) -> bool {
+        let rest = st.get(o..).unwrap_or_default();
+        let quoted = |t: &str| serde_json::to_string(t).unwrap_or_default();
+        if let Some(c) = self.count_upto(&quoted(rest), remaining) {
+            *est += c;
+            return true;
+        }
+        // Bytes per token of this string, from a sample about the size of the piece.
+        let sample_end = floor_boundary(rest, (remaining * 4 + 16).min(rest.len()));
+        let sample = &rest[..sample_end.max(next_boundary(rest, 0))];
+        let sample_tokens = self.enc.count(&quoted(sample)).max(1);
+        let target = (remaining * sample.len() / sample_tokens).max(1);
+        let depth = pos.len();
+        let mut last = o;
+        for k in 1..=40usize {
+            let mut b = o + floor_boundary(rest, (target * k / 32).min(rest.len()));
+            if b <= last {
+                b = o + next_boundary(rest, last - o);
+            }
+            if b >= st.len() {
+                // The rest of the string is within reach: the walk goes on after it.
+                *est += remaining * k / 32;
+                return true;
+            }
+            last = b;
+            let mut end = pos.to_vec();
+            end[depth - 1] = b;
+            cands.push(Cand {
+                end: Some(end),
+                est: *est + remaining * k / 32,
+            });
+        }
+        *est += remaining * 40 / 32;
+        false
+    }
+
+    /// Exact search for the largest candidate whose page fits the budget.
+    fn search(
+        &self,
+        r: &[usize],
+        s: &[usize],
+        cands: &[Cand],
+        body_budget: usize,
+        meta: &mut dyn FnMut(&PageInfo<'_>) -> String,
+    ) -> Option<Built> {
+        let n = cands.len();
+        let guess = cands
+            .iter()
+            .rposition(|c| c.est <= body_budget)
+            .unwrap_or(0);
+        let mut try_at = |i: usize| -> Option<Built> {
+            let b = self.build_page(r, s, cands[i].end.clone(), meta);
+            (b.tokens <= self.budget).then_some(b)
+        };
+        let (mut lo, mut best, mut hi) = match try_at(guess) {
+            Some(b) => (guess, b, n),
+            None if guess == 0 => return None,
+            None => (0, try_at(0)?, guess),
+        };
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            match try_at(mid) {
+                Some(b) => {
+                    lo = mid;
+                    best = b;
+                }
+                None => hi = mid,
+            }
+        }
+        Some(best)
+    }
+
+    /// The page rooted at `r` from `s` to `end`, counted exactly with its meta.
+    fn build_page(
+        &self,
+        r: &[usize],
+        s: &[usize],
+        end: Option<Vec<usize>>,
+        meta: &mut dyn FnMut(&PageInfo<'_>) -> String,
+    ) -> Built {
+        let node = node_at(self.doc, r).unwrap_or(self.doc);
+        let rel_s = &s[r.len().min(s.len())..];
+        let rel_e = end
+            .as_deref()
+            .filter(|e| e.len() > r.len() && e.starts_with(r))
+            .map(|e| &e[r.len()..]);
+        let value = build(node, (!rel_s.is_empty()).then_some(rel_s), rel_e);
+        let body = self.text(&value);
+        let shown = path::shown(self.doc, s, end.as_deref(), r, self.loc_max());
+        let m = meta(&PageInfo {
+            shown: &shown,
+            has_next: end.is_some(),
+            next_start_line: None,
+        });
+        let meta_tokens = self.enc.count(&m);
+        let room = self.budget.saturating_sub(meta_tokens);
+        let tokens = match self.enc.count_till_limit(&body, room) {
+            Some(t) => t + meta_tokens,
+            // Over: the exact figure only matters for the flagged oversized page.
+            None => self.enc.count(&body) + meta_tokens,
+        };
+        Built {
+            body,
+            meta: m,
+            tokens,
+            shown,
+            end,
+        }
+    }
+}
+
+/// The largest character boundary of `s` at or below `b`.
+pub(crate) fn floor_boundary(s: &str, b: usize) -> usize {
+    let mut b = b.min(s.len());
+    while b > 0 && !s.is_char_boundary(b) {
+        b -= 1;
+    }
+    b
+}
+
+/// The first character boundary of `s` after `b` (or `s.len()`).
+pub(crate) fn next_boundary(s: &str, b: usize) -> usize {
+    let mut b = (b + 1).min(s.len());
+    while b < s.len() && !s.is_char_boundary(b) {
+        b += 1;
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn build_keeps_the_skeleton_and_cuts_between_elements() {
+        let v = json!({"name": "x", "rows": [1, 2, 3, 4], "tail": "t"});
+        assert_eq!(
+            build(&v, Some(&[1, 2]), None),
+            json!({"name": "x", "rows": [3, 4], "tail": "t"})
+        );
+        assert_eq!(
+            build(&v, None, Some(&[1, 2])),
+            json!({"name": "x", "rows": [1, 2]})
+        );
+        assert_eq!(
+            build(&v, Some(&[1, 1]), Some(&[1, 1])),
+            json!({"name": "x", "rows": []})
+        );
+        assert_eq!(
+            build(&v, Some(&[2]), None),
+            json!({"name": "x", "tail": "t"})
+        );
+    }
+
+    #[test]
+    fn build_splits_strings_at_byte_offsets() {
+        let v = json!(["héllo"]);
+        assert_eq!(build(&v, Some(&[0, 1]), Some(&[0, 3])), json!(["é"]));
+    }
+
+    #[test]
+    fn approx_len_stops_at_the_cap() {
+        let v = json!({"a": [1, 2, 3], "b": "xyz"});
+        assert!(approx_len(&v, 1000).is_some());
+        assert!(approx_len(&v, 5).is_none());
+    }
+}
