@@ -13,14 +13,13 @@
 //! Shaping of tools/call and tools/list results is not tested here: the lines used are other
 //! methods (forwarded byte for byte), or only the id and error of a tools/call are checked.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::sync::{Arc, Mutex};
-use std::thread;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+mod proxy_support;
+use proxy_support::{Proxy, STEP};
 
 const UPSTREAM: &str = r#"
 import json, os, sys, time
@@ -55,159 +54,11 @@ if len(sys.argv) > 1 and sys.argv[1] == "ignore-eof":
     time.sleep(30)
 "#;
 
-/// How long any one expected line may take.
-const STEP: Duration = Duration::from_secs(10);
-
-struct Proxy {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<Vec<u8>>,
-    stderr: Arc<Mutex<Vec<u8>>>,
-}
-
-impl Proxy {
-    fn start(flags: &[&str], upstream_args: &[&str]) -> Proxy {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-budget"))
-            .arg("proxy")
-            .args(flags)
-            .args(["--", "python3", "-c", UPSTREAM])
-            .args(upstream_args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start mcp-budget proxy");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = channel();
-        thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let mut line = Vec::new();
-                match reader.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {
-                        assert_eq!(line.pop(), Some(b'\n'), "every line ends with a newline");
-                        if tx.send(line).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let mut err_pipe = child.stderr.take().expect("stderr");
-        let sink = Arc::clone(&stderr);
-        thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err_pipe.read(&mut buf) {
-                if n == 0 {
-                    return;
-                }
-                sink.lock()
-                    .expect("stderr buffer")
-                    .extend_from_slice(&buf[..n]);
-            }
-        });
-        let stdin = child.stdin.take();
-        Proxy {
-            child,
-            stdin,
-            lines,
-            stderr,
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(line.as_bytes()).expect("write to proxy");
-        stdin.write_all(b"\n").expect("write to proxy");
-        stdin.flush().expect("flush to proxy");
-    }
-
-    fn emit(&mut self, lines: &[&str]) {
-        self.send(
-            &json!({"jsonrpc":"2.0","method":"test/emit","params":{"lines":lines}}).to_string(),
-        );
-    }
-
-    /// The next line from the proxy's stdout, which must be JSON (stdout carries only JSON-RPC).
-    fn recv(&self) -> Vec<u8> {
-        match self.lines.recv_timeout(STEP) {
-            Ok(line) => {
-                assert!(
-                    serde_json::from_slice::<Value>(&line).is_ok(),
-                    "stdout carried a line that is not JSON: {}",
-                    String::from_utf8_lossy(&line)
-                );
-                line
-            }
-            Err(RecvTimeoutError::Timeout) => panic!(
-                "no line from the proxy within {STEP:?}; its stderr: {}",
-                self.stderr_text()
-            ),
-            Err(RecvTimeoutError::Disconnected) => {
-                panic!(
-                    "the proxy closed its stdout; its stderr: {}",
-                    self.stderr_text()
-                )
-            }
-        }
-    }
-
-    fn recv_json(&self) -> Value {
-        serde_json::from_slice(&self.recv()).expect("JSON")
-    }
-
-    /// The line the upstream reports having received next.
-    fn received_by_upstream(&self) -> String {
-        let msg = self.recv_json();
-        assert_eq!(
-            msg["method"], "test/received",
-            "expected an echo, got {msg}"
-        );
-        msg["params"]["line"].as_str().expect("line").to_owned()
-    }
-
-    /// Sends a marker through the upstream and expects it back next: everything sent before
-    /// has been handled, and nothing else came out in between.
-    fn sync(&mut self, marker: &str) {
-        let line =
-            format!(r#"{{"jsonrpc":"2.0","method":"sync/marker","params":{{"m":"{marker}"}}}}"#);
-        self.send(&line);
-        assert_eq!(self.received_by_upstream(), line);
-    }
-
-    fn close_stdin(&mut self) {
-        self.stdin = None;
-    }
-
-    fn wait(&mut self, limit: Duration) -> ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return status;
-            }
-            if start.elapsed() > limit {
-                let _ = self.child.kill();
-                panic!(
-                    "the proxy did not exit within {limit:?}; stderr: {}",
-                    self.stderr_text()
-                );
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn stderr_text(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.lock().expect("stderr buffer")).into_owned()
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The proxy with `flags`, in front of the scripted upstream started with `upstream_args`.
+fn start(flags: &[&str], upstream_args: &[&str]) -> Proxy {
+    let mut command = vec!["python3", "-c", UPSTREAM];
+    command.extend_from_slice(upstream_args);
+    Proxy::start(flags, &command)
 }
 
 fn assert_error(msg: &Value, id: Value, code: i64) {
@@ -224,7 +75,7 @@ fn assert_error(msg: &Value, id: Value, code: i64) {
 
 #[test]
 fn client_messages_reach_the_server_byte_for_byte() {
-    let mut proxy = Proxy::start(&[], &[]);
+    let mut proxy = start(&[], &[]);
     let lines = [
         // Unknown method, unknown members, odd spacing, ids of every JSON type.
         r#"{"jsonrpc":"2.0","id":1,"method":"vendor/unknown","params":{"a":[1.50,2e3,-0.0]},"extra":{"z":null}}"#,
@@ -249,7 +100,7 @@ fn client_messages_reach_the_server_byte_for_byte() {
 
 #[test]
 fn server_messages_reach_the_client_byte_for_byte() {
-    let mut proxy = Proxy::start(&[], &[]);
+    let mut proxy = start(&[], &[]);
     // Requests the client made, answered by the emitted responses below.
     for id in ["7", r#""s-1""#, "null"] {
         let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/list"}}"#);
@@ -273,7 +124,7 @@ fn server_messages_reach_the_client_byte_for_byte() {
 
 #[test]
 fn server_requests_use_their_own_id_space() {
-    let mut proxy = Proxy::start(&[], &[]);
+    let mut proxy = start(&[], &[]);
     // The client's request 1 is in flight...
     let request = r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"a"}}"#;
     proxy.send(request);
@@ -301,7 +152,7 @@ fn server_requests_use_their_own_id_space() {
 
 #[test]
 fn notifications_pass_through_in_order() {
-    let mut proxy = Proxy::start(&[], &[]);
+    let mut proxy = start(&[], &[]);
     let request = r#"{"jsonrpc":"2.0","id":"p","method":"vendor/long","params":{"_meta":{"progressToken":"tok"}}}"#;
     proxy.send(request);
     assert_eq!(proxy.received_by_upstream(), request);
@@ -334,7 +185,7 @@ fn notifications_pass_through_in_order() {
 
 #[test]
 fn calls_in_flight_are_answered_in_any_order() {
-    let mut proxy = Proxy::start(&[], &[]);
+    let mut proxy = start(&[], &[]);
     for id in 1..=5 {
         let line = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"t{id}","arguments":{{}}}}}}"#
@@ -370,7 +221,7 @@ fn calls_in_flight_are_answered_in_any_order() {
 
 #[test]
 fn malformed_client_lines_are_answered_and_the_relay_goes_on() {
-    let mut proxy = Proxy::start(&[], &[]);
+    let mut proxy = start(&[], &[]);
     proxy.send(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call",oops}"#);
     assert_error(&proxy.recv_json(), json!(9), -32700);
     proxy.send(r#"{"jsonrpc":"2.0","id":"s","method":"x","params":{"a":"#);
@@ -391,7 +242,7 @@ fn malformed_client_lines_are_answered_and_the_relay_goes_on() {
 
 #[test]
 fn an_over_long_client_line_is_answered_and_the_relay_goes_on() {
-    let mut proxy = Proxy::start(&["--max-line-bytes", "500"], &[]);
+    let mut proxy = start(&["--max-line-bytes", "500"], &[]);
     let long = format!(
         r#"{{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{{"name":"t","arguments":{{"q":"{}"}}}}}}"#,
         "y".repeat(5000)
@@ -412,7 +263,7 @@ fn an_over_long_client_line_is_answered_and_the_relay_goes_on() {
 
 #[test]
 fn bad_server_answers_become_errors_for_their_requests() {
-    let mut proxy = Proxy::start(&["--max-line-bytes", "600"], &[]);
+    let mut proxy = start(&["--max-line-bytes", "600"], &[]);
     for id in [20, 21] {
         let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read"}}"#);
         proxy.send(&line);
@@ -445,7 +296,7 @@ fn bad_server_answers_become_errors_for_their_requests() {
 
 #[test]
 fn a_server_exit_fails_every_request_in_flight_and_sets_the_exit_code() {
-    let mut proxy = Proxy::start(&[], &[]);
+    let mut proxy = start(&[], &[]);
     let call = r#"{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"slow","arguments":{}}}"#;
     let read = r#"{"jsonrpc":"2.0","id":"31","method":"resources/read","params":{"uri":"u"}}"#;
     for line in [call, read] {
@@ -476,7 +327,7 @@ fn a_server_exit_fails_every_request_in_flight_and_sets_the_exit_code() {
 
 #[test]
 fn client_eof_closes_the_server_stdin_and_the_proxy_exits_with_its_status() {
-    let mut proxy = Proxy::start(&[], &[]);
+    let mut proxy = start(&[], &[]);
     proxy.sync("hello");
     let start = Instant::now();
     proxy.close_stdin();
@@ -497,7 +348,7 @@ fn client_eof_closes_the_server_stdin_and_the_proxy_exits_with_its_status() {
 
 #[test]
 fn a_server_that_ignores_eof_is_killed_after_the_grace_time() {
-    let mut proxy = Proxy::start(&["--shutdown-grace-ms", "300"], &["ignore-eof"]);
+    let mut proxy = start(&["--shutdown-grace-ms", "300"], &["ignore-eof"]);
     proxy.sync("hello");
     let start = Instant::now();
     proxy.close_stdin();
@@ -517,7 +368,7 @@ fn a_server_that_ignores_eof_is_killed_after_the_grace_time() {
 
 #[test]
 fn stateless_2026_07_28_messages_pass() {
-    let mut proxy = Proxy::start(&[], &[]);
+    let mut proxy = start(&[], &[]);
     let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
     let discover =
         format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{{meta}}}}}"#);

@@ -93,7 +93,10 @@ pub(crate) async fn run<I: AsyncRead + Unpin>(
                     .await;
                 }
             }
-            Frame::Line(line) => relay_line(&line, &mut server, &shared, &out).await,
+            // A last line without its newline is still a message.
+            Frame::Line(line) | Frame::Unterminated(line) => {
+                relay_line(&line, &mut server, &shared, &out).await;
+            }
         }
         if !lines.has_buffered_line() {
             server.flush().await;

@@ -47,6 +47,17 @@ pub(crate) async fn run<R: AsyncRead + Unpin>(
                 answer_in_place_of_server(scan, &message, &shared, &out).await;
             }
             Frame::Line(line) => relay_line(line, &shared, &out).await,
+            Frame::Unterminated(line) => {
+                if matches!(route::parse(&line), Parsed::Message(_) | Parsed::Batch) {
+                    relay_line(line, &shared, &out).await;
+                } else {
+                    // Cut off by the server's exit: its request gets the exit's error.
+                    log::warn(format_args!(
+                        "the upstream server's last line was cut off: {}",
+                        log::preview(&line)
+                    ));
+                }
+            }
         }
     }
 }

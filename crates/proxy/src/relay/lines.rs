@@ -15,6 +15,10 @@ use super::scan::{Scan, Scanner};
 pub(crate) enum Frame {
     /// A complete line, without its `\n`; never blank.
     Line(Vec<u8>),
+    /// The last bytes before the end of the stream, without a `\n`; never blank. Often a
+    /// message cut off by a crash; sometimes a complete message from a peer that does not end
+    /// its last line.
+    Unterminated(Vec<u8>),
     /// A line longer than the bound, read through and dropped.
     TooLong {
         /// Its length in bytes, without the `\n`.
@@ -67,7 +71,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         loop {
             let frame = self.next_raw().await?;
             match frame {
-                Frame::Line(line) if is_blank(&line) => continue,
+                Frame::Line(line) | Frame::Unterminated(line) if is_blank(&line) => continue,
                 other => return Ok(other),
             }
         }
@@ -81,7 +85,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 return Ok(if line.is_empty() {
                     Frame::Eof
                 } else {
-                    Frame::Line(line)
+                    Frame::Unterminated(line)
                 });
             }
             let (take, ends) = match memchr::memchr(b'\n', buf) {
@@ -161,6 +165,7 @@ mod tests {
             .iter()
             .map(|f| match f {
                 Frame::Line(l) => format!("line {}", String::from_utf8_lossy(l)),
+                Frame::Unterminated(l) => format!("last {}", String::from_utf8_lossy(l)),
                 Frame::TooLong { bytes, scan } => format!(
                     "long {bytes} id={}",
                     scan.id
@@ -179,7 +184,7 @@ mod tests {
             let got = frames(b"{\"a\":1}\r\n\n  \r\n{\"b\":2}\n{\"c\":3}", 100, capacity).await;
             assert_eq!(
                 describe(&got),
-                ["line {\"a\":1}\r", "line {\"b\":2}", "line {\"c\":3}"],
+                ["line {\"a\":1}\r", "line {\"b\":2}", "last {\"c\":3}"],
                 "capacity {capacity}"
             );
         }

@@ -46,10 +46,12 @@ mod log;
 mod reply;
 mod route;
 mod scan;
+mod shaper;
 mod writer;
 
 pub use child::Upstream;
 pub use error::RelayError;
+pub use shaper::Shaper;
 
 use lines::LineReader;
 use route::Pending;
@@ -66,29 +68,6 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 
 /// How long the relay waits, at the end, for shaping jobs and the client writer: 60 s.
 const WRITER_DRAIN: Duration = Duration::from_secs(60);
-
-/// What rewrites the results the relay intercepts (the boundary, `crate::boundary`).
-///
-/// Every method runs on tokio's blocking pool and may take its time; none may assume an
-/// order between calls (several results are shaped at once).
-pub trait Shaper: Send + Sync + 'static {
-    /// The result of a client's `tools/call` (its `params`, as sent) that the proxy answers
-    /// itself (an injected tool: `read_more`, `query_response`), or `None` to forward it.
-    fn answer_injected(&self, params: &serde_json::Value) -> Option<serde_json::Value>;
-
-    /// The shaped `result` of a `tools/call` response. `tool` is the request's `params.name`;
-    /// `upstream_ms` the milliseconds from forwarding the request to reading the response.
-    fn shape_call_result(
-        &self,
-        tool: &str,
-        result: serde_json::Value,
-        upstream_ms: u64,
-    ) -> serde_json::Value;
-
-    /// The shaped `result` of a `tools/list` response; `first_page` when the request had no
-    /// cursor (the injected tools go on the first page only).
-    fn shape_list_result(&self, result: serde_json::Value, first_page: bool) -> serde_json::Value;
-}
 
 /// Limits of the relay.
 #[derive(Debug, Clone)]

@@ -1,0 +1,175 @@
+//! The harness of the proxy's integration tests: a child process with piped stdio, whose
+//! stdout lines are read on a thread and handed out with a timeout, and whose stderr is kept.
+#![allow(dead_code)] // each test file uses a part
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// How long any one expected line may take.
+pub const STEP: Duration = Duration::from_secs(10);
+
+pub struct Proxy {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Vec<u8>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Proxy {
+    /// `mcp-budget proxy <flags> -- <upstream...>` with piped stdio.
+    pub fn start(flags: &[&str], upstream: &[&str]) -> Proxy {
+        Self::spawn(
+            Command::new(env!("CARGO_BIN_EXE_mcp-budget"))
+                .arg("proxy")
+                .args(flags)
+                .arg("--")
+                .args(upstream),
+        )
+    }
+
+    /// Any command that speaks MCP on stdio (e.g. the fixture server directly).
+    pub fn spawn(command: &mut Command) -> Proxy {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the command");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = channel();
+        thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut line = Vec::new();
+                match reader.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        assert_eq!(line.pop(), Some(b'\n'), "every line ends with a newline");
+                        if tx.send(line).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let mut err_pipe = child.stderr.take().expect("stderr");
+        let sink = Arc::clone(&stderr);
+        thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err_pipe.read(&mut buf) {
+                if n == 0 {
+                    return;
+                }
+                sink.lock()
+                    .expect("stderr buffer")
+                    .extend_from_slice(&buf[..n]);
+            }
+        });
+        let stdin = child.stdin.take();
+        Proxy {
+            child,
+            stdin,
+            lines,
+            stderr,
+        }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).expect("write to proxy");
+        stdin.write_all(b"\n").expect("write to proxy");
+        stdin.flush().expect("flush to proxy");
+    }
+
+    pub fn emit(&mut self, lines: &[&str]) {
+        self.send(
+            &json!({"jsonrpc":"2.0","method":"test/emit","params":{"lines":lines}}).to_string(),
+        );
+    }
+
+    /// The next line from the proxy's stdout, which must be JSON (stdout carries only JSON-RPC).
+    pub fn recv(&self) -> Vec<u8> {
+        match self.lines.recv_timeout(STEP) {
+            Ok(line) => {
+                assert!(
+                    serde_json::from_slice::<Value>(&line).is_ok(),
+                    "stdout carried a line that is not JSON: {}",
+                    String::from_utf8_lossy(&line)
+                );
+                line
+            }
+            Err(RecvTimeoutError::Timeout) => panic!(
+                "no line from the proxy within {STEP:?}; its stderr: {}",
+                self.stderr_text()
+            ),
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!(
+                    "the proxy closed its stdout; its stderr: {}",
+                    self.stderr_text()
+                )
+            }
+        }
+    }
+
+    pub fn recv_json(&self) -> Value {
+        serde_json::from_slice(&self.recv()).expect("JSON")
+    }
+
+    /// The line the upstream reports having received next.
+    pub fn received_by_upstream(&self) -> String {
+        let msg = self.recv_json();
+        assert_eq!(
+            msg["method"], "test/received",
+            "expected an echo, got {msg}"
+        );
+        msg["params"]["line"].as_str().expect("line").to_owned()
+    }
+
+    /// Sends a marker through the upstream and expects it back next: everything sent before
+    /// has been handled, and nothing else came out in between.
+    pub fn sync(&mut self, marker: &str) {
+        let line =
+            format!(r#"{{"jsonrpc":"2.0","method":"sync/marker","params":{{"m":"{marker}"}}}}"#);
+        self.send(&line);
+        assert_eq!(self.received_by_upstream(), line);
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    pub fn wait(&mut self, limit: Duration) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!(
+                    "the proxy did not exit within {limit:?}; stderr: {}",
+                    self.stderr_text()
+                );
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().expect("stderr buffer")).into_owned()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,24 @@
+//! The seam between the relay (I/O) and the boundary (what gets shaped).
+
+/// What rewrites the results the relay intercepts (the boundary, `crate::boundary`).
+///
+/// Every method runs on tokio's blocking pool and may take its time; none may assume an
+/// order between calls (several results are shaped at once).
+pub trait Shaper: Send + Sync + 'static {
+    /// The result of a client's `tools/call` (its `params`, as sent) that the proxy answers
+    /// itself (an injected tool: `read_more`, `query_response`), or `None` to forward it.
+    fn answer_injected(&self, params: &serde_json::Value) -> Option<serde_json::Value>;
+
+    /// The shaped `result` of a `tools/call` response. `tool` is the request's `params.name`;
+    /// `upstream_ms` the milliseconds from forwarding the request to reading the response.
+    fn shape_call_result(
+        &self,
+        tool: &str,
+        result: serde_json::Value,
+        upstream_ms: u64,
+    ) -> serde_json::Value;
+
+    /// The shaped `result` of a `tools/list` response; `first_page` when the request had no
+    /// cursor (the injected tools go on the first page only).
+    fn shape_list_result(&self, result: serde_json::Value, first_page: bool) -> serde_json::Value;
+}
