@@ -344,15 +344,15 @@ fn what_if_label(w: &WhatIf) -> String {
 }
 
 fn changed_label(w: &WhatIf) -> String {
-    let unit = match w.name.as_str() {
-        "compact" => "texts",
-        "floats" => "floats",
-        "uuid_prefix" => "UUIDs",
-        "table" => "arrays",
-        "drop_structured_twin" => "twins",
-        _ => "",
+    let (one, many) = match w.name.as_str() {
+        "compact" => ("text", "texts"),
+        "floats" => ("float", "floats"),
+        "uuid_prefix" => ("UUID", "UUIDs"),
+        "table" => ("array", "arrays"),
+        "drop_structured_twin" => ("twin", "twins"),
+        _ => ("", ""),
     };
-    format!("{} {unit}", w.changed)
+    format!("{} {}", w.changed, if w.changed == 1 { one } else { many })
 }
 
 fn what_if_table(what_ifs: &[WhatIf]) -> Table {
