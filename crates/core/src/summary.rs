@@ -23,8 +23,9 @@
 //! - objects: `"fields"` as above, each described across all objects that have it;
 //! - arrays: `"len":{"min":a,"max":b,"total":t}` and `"items"`;
 //! - strings: `"chars":{"min":a,"max":b}`; `"counts":{"file":700,"directory":300}` for
-//!   low-cardinality fields (at most half as many distinct values as strings, each of at most
-//!   40 chars; the most frequent first), else `"distinct":N` (`"65+"` past 64);
+//!   low-cardinality fields (values of at most 40 chars, some repeated, and at most half as
+//!   many distinct values as strings or at most 3; the most frequent first), else
+//!   `"distinct":N` (`"65+"` past 64);
 //! - numbers: `"min"`, `"max"`, `"mean"` (floats rounded to 6 significant digits);
 //! - bools: `"true":N,"false":M`.
 //!
@@ -33,10 +34,12 @@
 //!
 //! # Budget
 //!
-//! Detail is lowered step by step (depth 3 → 0, fewer fields, fewer value counts, no scalar
-//! values, no statistics) until the compact JSON fits `max_tokens`; the last steps are
-//! `{"type":"array","len":N}`, `{"type":"array"}` and `{}`. Statistics are collected once,
-//! in one pass over at most the first four levels of the value.
+//! Detail is lowered step by step (depth 6 → 0, fewer fields and descriptions, fewer value
+//! counts, no scalar values, no statistics) until the compact JSON fits `max_tokens`; the
+//! last steps are `{"type":"array","len":N}`, `{"type":"array"}` and `{}`. Each step renders
+//! at most a fixed number of descriptions (64 at the richest), siblings before children, so
+//! the work is bounded whatever the input. Statistics are collected once, in one pass over at
+//! most the first seven levels of the value.
 
 use std::collections::{HashMap, HashSet};
 
@@ -50,7 +53,7 @@ use crate::wire::ElisionEnvelope;
 pub const DEFAULT_SUMMARY_TOKENS: usize = 300;
 
 /// Levels below the root whose values are collected (the root is level 0).
-const COLLECT_DEPTH: usize = 3;
+const COLLECT_DEPTH: usize = 6;
 /// Distinct string values tracked per place before it counts as high-cardinality.
 const VALUE_CAP: usize = 64;
 /// Longest string (chars) that is shown as a value or counted as a category.
@@ -59,6 +62,8 @@ const SHORT_CHARS: usize = 40;
 const FIELD_CAP: usize = 64;
 /// Distinct untracked keys remembered per place, to count them.
 const EXTRA_KEY_CAP: usize = 4096;
+/// So few distinct values that they are counted even without much repetition.
+const SMALL_CATEGORIES: usize = 3;
 /// Significant digits of floats shown in a summary.
 const SUMMARY_PRECISION: u32 = 6;
 
@@ -67,14 +72,14 @@ const SUMMARY_PRECISION: u32 = 6;
 ///
 /// Always valid JSON; when even `{}` does not fit (`max_tokens` below its 1–2 tokens),
 /// `{}` is returned anyway. Numbers in the summary have at most 6 significant digits (or are
-/// integers of the input), so compacting it with rounding at precision 6 or more (or 0)
-/// does not change its text.
+/// integers of the input); the budget holds for its [`compact::to_string`] at precision 0
+/// (= `serde_json::to_string`) and at every precision of 6 or more (both are checked).
 pub fn summarize(value: &Value, encoding: &Encoding, max_tokens: usize) -> Value {
     let mut agg = Agg::default();
     agg.add(value, 0);
     for detail in LADDER {
-        let summary = agg.render(0, None, detail);
-        if encoding.fits(&compact::to_string(&summary, 0), max_tokens) {
+        let summary = agg.render(0, None, detail, &mut detail.nodes.clone());
+        if fits_any_precision(&summary, encoding, max_tokens) {
             return summary;
         }
     }
@@ -94,7 +99,7 @@ pub fn summarize(value: &Value, encoding: &Encoding, max_tokens: usize) -> Value
         _ => {}
     }
     let minimal = Value::Object(minimal);
-    if encoding.fits(&compact::to_string(&minimal, 0), max_tokens) {
+    if fits_any_precision(&minimal, encoding, max_tokens) {
         return minimal;
     }
     let bare = json!({ "type": kind });
@@ -102,6 +107,19 @@ pub fn summarize(value: &Value, encoding: &Encoding, max_tokens: usize) -> Value
         return bare;
     }
     Value::Object(Map::new())
+}
+
+/// Whether `v`'s compact text fits `max_tokens` at precision 0 (serde_json's spelling) and at
+/// precision 9. Summary numbers have at most 6 significant digits, so every precision of 6 or
+/// more prints them as precision 9 does; the two spellings differ only in exponents (`e+76`
+/// as serde_json's parser stores it, `e76` as the rounding formatter writes it).
+fn fits_any_precision(v: &Value, encoding: &Encoding, max_tokens: usize) -> bool {
+    let exact = compact::to_string(v, 0);
+    if !encoding.fits(&exact, max_tokens) {
+        return false;
+    }
+    let rounded = compact::to_string(v, crate::DEFAULT_PRECISION);
+    rounded == exact || encoding.fits(&rounded, max_tokens)
 }
 
 /// The elision envelope for `value` (DESIGN.md, summary-first mode): `preview` is
@@ -130,9 +148,9 @@ pub fn elision_envelope(
     }
 }
 
-/// Shrinks `envelope.preview` (re-summarizing `value`) until the envelope's compact JSON
-/// (`serde_json::to_string`) is at most `max_tokens` tokens in `encoding`; returns whether it
-/// fits. When it cannot fit even with the preview `{}`, the preview is left as `{}` and
+/// Shrinks `envelope.preview` (re-summarizing `value`) until the envelope's compact JSON is
+/// at most `max_tokens` tokens in `encoding`, both as `serde_json::to_string` writes it and as
+/// [`compact::to_string`] writes it at any precision of 6 or more; returns whether it fits. When it cannot fit even with the preview `{}`, the preview is left as `{}` and
 /// `false` is returned (the caller's other fields are too long for the budget).
 pub fn fit_envelope(
     envelope: &mut ElisionEnvelope,
@@ -140,12 +158,23 @@ pub fn fit_envelope(
     encoding: &Encoding,
     max_tokens: usize,
 ) -> bool {
-    let text = |e: &ElisionEnvelope| serde_json::to_string(e).unwrap_or_default();
-    if encoding.fits(&text(envelope), max_tokens) {
+    // The larger of the two spellings' counts (see `fits_any_precision`).
+    let cost = |e: &ElisionEnvelope| {
+        let v = serde_json::to_value(e).unwrap_or_default();
+        let exact = compact::to_string(&v, 0);
+        let rounded = compact::to_string(&v, crate::DEFAULT_PRECISION);
+        let n = encoding.count(&exact);
+        if rounded == exact {
+            n
+        } else {
+            n.max(encoding.count(&rounded))
+        }
+    };
+    if cost(envelope) <= max_tokens {
         return true;
     }
     envelope.preview = Value::Object(Map::new());
-    let overhead = encoding.count(&text(envelope));
+    let overhead = cost(envelope);
     if overhead > max_tokens {
         return false;
     }
@@ -153,7 +182,7 @@ pub fn fit_envelope(
     let mut room = (max_tokens - overhead + 1).min(DEFAULT_SUMMARY_TOKENS);
     while room >= 2 {
         envelope.preview = summarize(value, encoding, room);
-        let whole = encoding.count(&text(envelope));
+        let whole = cost(envelope);
         if whole <= max_tokens {
             return true;
         }
@@ -178,6 +207,8 @@ struct Detail {
     numeric: bool,
     /// Whether strings show their length range.
     chars: bool,
+    /// Descriptions (fields and items) rendered at most, siblings before children.
+    nodes: usize,
 }
 
 const fn detail(
@@ -187,6 +218,7 @@ const fn detail(
     scalars: bool,
     numeric: bool,
     chars: bool,
+    nodes: usize,
 ) -> Detail {
     Detail {
         depth,
@@ -195,19 +227,22 @@ const fn detail(
         scalars,
         numeric,
         chars,
+        nodes,
     }
 }
 
 /// From the richest rendering to the poorest; the first that fits is returned.
 const LADDER: &[Detail] = &[
-    detail(3, 16, 8, true, true, true),
-    detail(2, 12, 6, true, true, true),
-    detail(2, 8, 4, false, true, true),
-    detail(1, 8, 4, false, true, false),
-    detail(1, 5, 3, false, false, false),
-    detail(0, 8, 0, false, false, false),
-    detail(0, 3, 0, false, false, false),
-    detail(0, 0, 0, false, false, false),
+    detail(6, 16, 8, true, true, true, 64),
+    detail(5, 12, 6, true, true, true, 40),
+    detail(4, 10, 5, true, true, true, 28),
+    detail(3, 8, 4, false, true, true, 20),
+    detail(2, 6, 3, false, true, false, 14),
+    detail(1, 8, 3, false, false, false, 10),
+    detail(1, 5, 2, false, false, false, 6),
+    detail(0, 8, 0, false, false, false, 0),
+    detail(0, 3, 0, false, false, false, 0),
+    detail(0, 0, 0, false, false, false, 0),
 ];
 
 fn kind_of(v: &Value) -> &'static str {
@@ -391,7 +426,16 @@ impl Agg {
 
     /// The description of this place at `level`; `parent_objects` is the number of objects
     /// this is a member of (for `present`), `None` for the root and array elements.
-    fn render(&self, level: usize, parent_objects: Option<usize>, d: &Detail) -> Value {
+    ///
+    /// `nodes` is what is left of `d.nodes`: a place pays for its fields (or items) before
+    /// rendering them, so siblings are described before anyone's children.
+    fn render(
+        &self,
+        level: usize,
+        parent_objects: Option<usize>,
+        d: &Detail,
+        nodes: &mut usize,
+    ) -> Value {
         let mut out = Map::new();
         let kinds: Vec<(&str, usize)> = [
             ("object", self.objects.as_ref().map_or(0, |o| o.count)),
@@ -423,10 +467,10 @@ impl Agg {
             }
         }
         if let Some(o) = &self.objects {
-            o.render(level, d, &mut out);
+            o.render(level, d, nodes, &mut out);
         }
         if let Some(a) = &self.arrays {
-            a.render(level, d, &mut out);
+            a.render(level, d, nodes, &mut out);
         }
         if let Some(s) = &self.strings {
             s.render(d, &mut out);
@@ -446,22 +490,23 @@ impl Agg {
 }
 
 impl ObjStats {
-    fn render(&self, level: usize, d: &Detail, out: &mut Map<String, Value>) {
+    fn render(&self, level: usize, d: &Detail, nodes: &mut usize, out: &mut Map<String, Value>) {
         let single = self.count == 1;
         if single {
             out.insert("keys".into(), self.keys.into());
         }
-        if d.fields == 0 {
+        if d.fields == 0 || self.fields.is_empty() {
             return;
         }
         let shown = self.fields.len().min(d.fields);
         let more = self.fields.len() - shown + self.extra.len();
-        if level < d.depth {
+        if level < d.depth && *nodes >= shown {
+            *nodes -= shown;
             let fields: Map<String, Value> = self.fields[..shown]
                 .iter()
                 .map(|(k, _, agg)| {
                     let desc = match agg {
-                        Some(agg) => agg.render(level + 1, Some(self.count), d),
+                        Some(agg) => agg.render(level + 1, Some(self.count), d, nodes),
                         None => json!({}),
                     };
                     (k.clone(), desc)
@@ -488,7 +533,7 @@ impl ObjStats {
 }
 
 impl ArrStats {
-    fn render(&self, level: usize, d: &Detail, out: &mut Map<String, Value>) {
+    fn render(&self, level: usize, d: &Detail, nodes: &mut usize, out: &mut Map<String, Value>) {
         if self.count == 1 {
             out.insert("len".into(), self.total.into());
         } else {
@@ -497,8 +542,13 @@ impl ArrStats {
                 json!({"min": self.min_len, "max": self.max_len, "total": self.total}),
             );
         }
-        if let Some(items) = self.items.as_ref().filter(|_| level < d.depth) {
-            out.insert("items".into(), items.render(level + 1, None, d));
+        if let Some(items) = self
+            .items
+            .as_ref()
+            .filter(|_| level < d.depth && *nodes > 0)
+        {
+            *nodes -= 1;
+            out.insert("items".into(), items.render(level + 1, None, d, nodes));
         }
     }
 }
@@ -519,7 +569,9 @@ impl StrStats {
             );
         }
         let distinct = self.values.len();
-        let categorical = !self.overflow && distinct * 2 <= self.count;
+        let categorical = !self.overflow
+            && distinct < self.count
+            && (distinct * 2 <= self.count || distinct <= SMALL_CATEGORIES);
         if categorical && d.values > 0 {
             let mut by_count: Vec<&(String, usize)> = self.values.iter().collect();
             // Stable sort: ties keep their order of first appearance.
