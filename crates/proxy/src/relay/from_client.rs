@@ -144,8 +144,10 @@ async fn relay_line(
     };
     let raw_id = id.get().as_bytes();
 
-    if method == "tools/call"
+    let track = route::track_of(method, envelope.params);
+    if let Track::Call { tool } = &track
         && let Some(shaper) = shared.shaper.clone()
+        && shaper.may_answer(tool)
     {
         let params: serde_json::Value = envelope
             .params
@@ -181,7 +183,7 @@ async fn relay_line(
     let entry = Entry {
         raw_id: raw_id.into(),
         method: method.to_owned(),
-        track: route::track_of(method, envelope.params),
+        track,
         sent_at: Instant::now(),
         cancelled: false,
     };

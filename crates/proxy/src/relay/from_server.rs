@@ -19,6 +19,10 @@ use super::route::{self, Entry, Parsed, Track};
 use super::scan::Scan;
 use super::{Shaper, Shared, log, reply};
 
+/// Results up to this many bytes (of JSON text) are shaped on the reader task itself: 16 KiB,
+/// a few thousand tokens, well under a millisecond of work.
+const INLINE_SHAPE_BYTES: usize = 16 * 1024;
+
 /// Relays the server's lines until it closes its stdout.
 pub(crate) async fn run<R: AsyncRead + Unpin>(
     mut lines: LineReader<R>,
@@ -149,6 +153,12 @@ async fn relay_line(line: Vec<u8>, shared: &Shared, out: &mpsc::Sender<Vec<u8>>)
         return;
     }
     let upstream_ms = u64::try_from(entry.sent_at.elapsed().as_millis()).unwrap_or(u64::MAX);
+    if span.len() <= INLINE_SHAPE_BYTES {
+        // Small: shaping costs less than a trip to the blocking pool, and keeps line order.
+        let line = shape(shaper.as_ref(), &entry, line, span, upstream_ms);
+        let _ = out.send(line).await;
+        return;
+    }
     let out = out.clone();
     // The job's handle is not awaited: the writer's queue closes only when this job has sent
     // its line (it holds a sender), which is what the relay waits for at shutdown.

@@ -5,6 +5,11 @@
 /// Every method runs on tokio's blocking pool and may take its time; none may assume an
 /// order between calls (several results are shaped at once).
 pub trait Shaper: Send + Sync + 'static {
+    /// Whether a `tools/call` of `tool` may be one the proxy answers itself; a cheap check
+    /// that spares the other calls a trip to the blocking pool. `false` must imply that
+    /// [`Shaper::answer_injected`] would return `None`.
+    fn may_answer(&self, tool: &str) -> bool;
+
     /// The result of a client's `tools/call` (its `params`, as sent) that the proxy answers
     /// itself (an injected tool: `read_more`, `query_response`), or `None` to forward it.
     fn answer_injected(&self, params: &serde_json::Value) -> Option<serde_json::Value>;
