@@ -83,6 +83,44 @@ pub(crate) fn reassemble(pages: &[WirePage]) -> Result<Document, String> {
         .ok_or_else(|| "the pages do not fit together by the merge rule".into())
 }
 
+/// Compares `want` (the direct value) with `got` (reassembled), where `got` may hold the
+/// proxy's file descriptions (`{"offloaded":…,"path":…}`) in place of base64 strings: each one
+/// must name a file whose bytes are the string's decoded payload. Returns how many files were
+/// read.
+///
+/// # Errors
+/// A message naming the first place where the two differ.
+pub(crate) fn equal_reading_files(want: &Value, got: &Value) -> Result<usize, String> {
+    match (want, got) {
+        (Value::String(s), Value::Object(o)) if o.contains_key("offloaded") => {
+            let path = o
+                .get("path")
+                .and_then(Value::as_str)
+                .ok_or("an offload without a path")?;
+            let file = std::fs::read(path).map_err(|e| format!("reading {path}: {e}"))?;
+            let decoded = mcp_budget_core::blob::decode(s).map_err(|e| e.to_string())?;
+            if decoded.bytes == file {
+                Ok(1)
+            } else {
+                Err(format!("{path} holds other bytes"))
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| equal_reading_files(x, y))
+            .sum(),
+        (Value::Object(a), Value::Object(b)) if a.len() == b.len() => a
+            .iter()
+            .map(|(k, x)| {
+                equal_reading_files(x, b.get(k).ok_or_else(|| format!("{k} is missing"))?)
+            })
+            .sum(),
+        (a, b) if a == b => Ok(0),
+        _ => Err("the values differ".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use mcp_budget_core::paginate::meta::{HintTools, build_meta};
