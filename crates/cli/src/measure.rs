@@ -170,8 +170,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             total,
             errors: &errors,
         };
-        serde_json::to_writer(&mut out, &json)?;
-        writeln!(out)?;
+        // Serialized first so a closed stdout surfaces as an io::Error (main exits quietly).
+        let text = serde_json::to_string(&json)?;
+        writeln!(out, "{text}")?;
     } else {
         write!(out, "{}", render(&files, total.as_ref()))?;
     }
