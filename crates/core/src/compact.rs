@@ -32,6 +32,7 @@
 //!   digits) and only respells it in shortest form.
 
 use std::borrow::Cow;
+use std::fmt::{self, Write as _};
 use std::io;
 
 use serde::Serialize;
@@ -115,7 +116,10 @@ impl Formatter for RoundingFormatter {
     where
         W: ?Sized + io::Write,
     {
-        writer.write_all(round_number(value, self.precision).as_bytes())
+        match classify(value, self.precision) {
+            Rounding::Keep => writer.write_all(value.as_bytes()),
+            Rounding::Float(r) => write_float(writer, r),
+        }
     }
 
     fn write_f64<W>(&mut self, writer: &mut W, value: f64) -> io::Result<()>
@@ -125,7 +129,7 @@ impl Formatter for RoundingFormatter {
         if self.precision == 0 {
             return serde_json::ser::CompactFormatter.write_f64(writer, value);
         }
-        writer.write_all(round_f64_text(value, self.precision).as_bytes())
+        write_rounded_f64(writer, value, self.precision)
     }
 
     fn write_f32<W>(&mut self, writer: &mut W, value: f32) -> io::Result<()>
@@ -136,10 +140,12 @@ impl Formatter for RoundingFormatter {
             return serde_json::ser::CompactFormatter.write_f32(writer, value);
         }
         // Start from the f32's own shortest decimal, so 0.1f32 is 0.1, not 0.100000001.
-        let widened = format!("{value:e}")
-            .parse::<f64>()
-            .unwrap_or(f64::from(value));
-        writer.write_all(round_f64_text(widened, self.precision).as_bytes())
+        let mut text = StackText::new();
+        let widened = match write!(text, "{value:e}") {
+            Ok(()) => text.as_str().parse::<f64>().unwrap_or(f64::from(value)),
+            Err(_) => f64::from(value),
+        };
+        write_rounded_f64(writer, widened, self.precision)
     }
 }
 
@@ -150,22 +156,37 @@ impl Formatter for RoundingFormatter {
 /// `number` is expected to be valid JSON number text (as a [`serde_json::Number`] holds); text
 /// that does not parse as a float is returned unchanged.
 pub fn round_number(number: &str, precision: u32) -> Cow<'_, str> {
+    match classify(number, precision) {
+        Rounding::Keep => Cow::Borrowed(number),
+        Rounding::Float(r) => Cow::Owned(format_float(r)),
+    }
+}
+
+/// What becomes of one number spelling.
+enum Rounding {
+    /// Written as it is spelled.
+    Keep,
+    /// Written as [`write_float`] of this value.
+    Float(f64),
+}
+
+fn classify(number: &str, precision: u32) -> Rounding {
     if precision == 0 || !number.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
-        return Cow::Borrowed(number);
+        return Rounding::Keep;
     }
     let Ok(x) = number.parse::<f64>() else {
-        return Cow::Borrowed(number);
+        return Rounding::Keep;
     };
     if !x.is_finite() || x.is_subnormal() {
-        return Cow::Borrowed(number);
+        return Rounding::Keep;
     }
     if x == 0.0 && mantissa_has_nonzero_digit(number) {
         // Underflow: the source is not zero, the f64 is.
-        return Cow::Borrowed(number);
+        return Rounding::Keep;
     }
     match round_f64(x, precision) {
-        Some(r) => Cow::Owned(format_float(r)),
-        None => Cow::Borrowed(number),
+        Some(r) => Rounding::Float(r),
+        None => Rounding::Keep,
     }
 }
 
@@ -175,21 +196,24 @@ fn round_f64(x: f64, precision: u32) -> Option<f64> {
     if x == 0.0 || precision >= F64_MAX_DIGITS {
         return Some(x);
     }
-    let (digits, _) = shortest_digits(x);
-    if digits.len() <= precision as usize {
+    if shortest_digits(x).len <= precision as usize {
         return Some(x);
     }
     let sig = precision.saturating_sub(1) as usize;
-    let r = format!("{x:.sig$e}").parse::<f64>().ok()?;
+    let mut text = StackText::new();
+    write!(text, "{x:.sig$e}").ok()?;
+    let r = text.as_str().parse::<f64>().ok()?;
     r.is_finite().then_some(r)
 }
 
-/// The text `write_f64` produces for a finite `x` at `precision` >= 1.
-fn round_f64_text(x: f64, precision: u32) -> String {
-    if x.is_subnormal() {
-        return format_float(x);
-    }
-    format_float(round_f64(x, precision).unwrap_or(x))
+/// What `write_f64` writes for a finite `x` at `precision` >= 1.
+fn write_rounded_f64<W: ?Sized + io::Write>(w: &mut W, x: f64, precision: u32) -> io::Result<()> {
+    let r = if x.is_subnormal() {
+        x
+    } else {
+        round_f64(x, precision).unwrap_or(x)
+    };
+    write_float(w, r)
 }
 
 /// Whether the mantissa (the part before any exponent) of a number spelling has a non-zero
@@ -201,14 +225,72 @@ fn mantissa_has_nonzero_digit(number: &str) -> bool {
         .any(|b| matches!(b, b'1'..=b'9'))
 }
 
-/// The shortest round-trip significant digits of `|x|` (no leading or trailing zeros, at
-/// least one digit) and the decimal exponent of the first digit: `247.13` → (`"24713"`, 2).
-fn shortest_digits(x: f64) -> (String, i32) {
+/// Float text on the stack: every text formatted here is at most 24 bytes
+/// (`-2.2250738585072014e-308`), so a full buffer means a bug, reported as a `fmt::Error`.
+struct StackText {
+    bytes: [u8; 40],
+    len: usize,
+}
+
+impl StackText {
+    fn new() -> StackText {
+        StackText {
+            bytes: [0; 40],
+            len: 0,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+impl fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        let slot = self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?;
+        slot.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// The shortest round-trip significant digits of `|x|` (no leading or trailing zeros; `0`
+/// for zero) and the decimal exponent of the first digit: `247.13` → (`24713`, 2).
+struct Digits {
+    digits: [u8; 24],
+    len: usize,
+    exp: i32,
+}
+
+impl Digits {
+    fn as_bytes(&self) -> &[u8] {
+        &self.digits[..self.len]
+    }
+}
+
+fn shortest_digits(x: f64) -> Digits {
     // `{:e}` is Rust's shortest round-trip text in scientific form: `2.4713e2`, `1.5e-7`, `0e0`.
-    let s = format!("{:e}", x.abs());
-    let (mantissa, exp) = s.split_once('e').unwrap_or((s.as_str(), "0"));
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    (digits, exp.parse().unwrap_or(0))
+    let mut text = StackText::new();
+    let _ = write!(text, "{:e}", x.abs());
+    let s = text.as_str();
+    let (mantissa, exp) = s.split_once('e').unwrap_or((s, "0"));
+    let mut out = Digits {
+        digits: [b'0'; 24],
+        len: 0,
+        exp: exp.parse().unwrap_or(0),
+    };
+    for b in mantissa.bytes().filter(u8::is_ascii_digit) {
+        if let Some(slot) = out.digits.get_mut(out.len) {
+            *slot = b;
+            out.len += 1;
+        }
+    }
+    if out.len == 0 || out.as_bytes().iter().all(|&b| b == b'0') {
+        out.len = 1;
+        out.digits[0] = b'0';
+    }
+    out
 }
 
 /// How many characters longer the positional spelling may be than the exponent spelling and
@@ -223,46 +305,62 @@ const POSITIONAL_ALLOWANCE: usize = 3;
 /// one is chosen unless it is more than three characters longer. Examples: `1.5e-7`,
 /// `0.000525838977`, `1000.0`, `1e5`, `-0.0`.
 pub fn format_float(x: f64) -> String {
-    let (digits, exp) = shortest_digits(x);
-    let digits = if digits.bytes().all(|b| b == b'0') {
-        "0".to_owned()
-    } else {
-        digits
-    };
-    let sign = if x.is_sign_negative() { "-" } else { "" };
-    let positional = positional(&digits, exp);
-    let exponent = exponent(&digits, exp);
-    let body = if positional.len() <= exponent.len() + POSITIONAL_ALLOWANCE {
-        positional
-    } else {
-        exponent
-    };
-    format!("{sign}{body}")
+    let mut out = Vec::with_capacity(24);
+    // Writing into a Vec cannot fail.
+    let _ = write_float(&mut out, x);
+    String::from_utf8(out).unwrap_or_default()
 }
 
-/// `digits` × 10^(`exp` - len + 1) in positional form with a `.`: (`"3"`, 0) → `3.0`.
-fn positional(digits: &str, exp: i32) -> String {
-    let len = digits.len();
-    if exp < 0 {
-        let zeros = usize::try_from(-exp - 1).unwrap_or(0);
-        format!("0.{}{digits}", "0".repeat(zeros))
-    } else {
-        let int_len = usize::try_from(exp).unwrap_or(0) + 1;
-        if len <= int_len {
-            format!("{digits}{}.0", "0".repeat(int_len - len))
-        } else {
-            format!("{}.{}", &digits[..int_len], &digits[int_len..])
+/// Writes [`format_float`]`(x)` without allocating.
+fn write_float<W: ?Sized + io::Write>(w: &mut W, x: f64) -> io::Result<()> {
+    const ZEROS: &[u8] = b"0000000000000000000000000000000000000000";
+    let zeros = |w: &mut W, n: usize| -> io::Result<()> {
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(ZEROS.len());
+            w.write_all(&ZEROS[..k])?;
+            left -= k;
         }
-    }
-}
-
-/// `digits` in exponent form: (`"15"`, -7) → `1.5e-7`, (`"1"`, 21) → `1e21`.
-fn exponent(digits: &str, exp: i32) -> String {
-    let (first, rest) = digits.split_at(1);
-    if rest.is_empty() {
-        format!("{first}e{exp}")
+        Ok(())
+    };
+    let d = shortest_digits(x);
+    let digits = d.as_bytes();
+    let n = digits.len();
+    let exp = d.exp;
+    let exp_abs = exp.unsigned_abs() as usize;
+    let exp_len = exp_abs.checked_ilog10().map_or(1, |l| l as usize + 1) + usize::from(exp < 0);
+    let exponent_len = n + usize::from(n > 1) + 1 + exp_len;
+    let positional_len = if exp < 0 {
+        2 + (exp_abs - 1) + n
+    } else if n <= exp_abs + 1 {
+        exp_abs + 1 + 2
     } else {
-        format!("{first}.{rest}e{exp}")
+        n + 1
+    };
+    if x.is_sign_negative() {
+        w.write_all(b"-")?;
+    }
+    if positional_len <= exponent_len + POSITIONAL_ALLOWANCE {
+        if exp < 0 {
+            w.write_all(b"0.")?;
+            zeros(w, exp_abs - 1)?;
+            w.write_all(digits)
+        } else if n <= exp_abs + 1 {
+            w.write_all(digits)?;
+            zeros(w, exp_abs + 1 - n)?;
+            w.write_all(b".0")
+        } else {
+            w.write_all(&digits[..=exp_abs])?;
+            w.write_all(b".")?;
+            w.write_all(&digits[exp_abs + 1..])
+        }
+    } else {
+        w.write_all(&digits[..1])?;
+        if n > 1 {
+            w.write_all(b".")?;
+            w.write_all(&digits[1..])?;
+        }
+        write!(w, "e{exp}")
     }
 }
 
