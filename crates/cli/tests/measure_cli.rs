@@ -271,3 +271,47 @@ fn non_json_extension_is_measured_as_text_not_an_error() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(json(&o)["files"][0]["kind"], "text");
 }
+
+/// A `read_graph` response recorded from @modelcontextprotocol/server-memory 2026.8.31 (the
+/// version tests/e2e pins) after creating 18 entities whose names and observations hold UUIDs.
+#[test]
+fn memory_read_graph_shows_the_uuid_cost() {
+    let o = measure(&["--json", "memory.call.read_graph.json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let f = &json(&o)["files"][0];
+    assert_eq!(f["kind"], "tools_call");
+    // Hex-heavy JSON: chars/4 under-counts by more than a quarter.
+    let err = f["size"][1]["estimate_error_pct"]["cl100k_base"]
+        .as_f64()
+        .unwrap();
+    assert!(err < -25.0, "{err}");
+    let w = f["what_ifs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "uuid_prefix")
+        .unwrap();
+    assert_eq!(w["changed"], 42);
+    assert!(
+        w["saved_pct"]["cl100k_base"].as_f64().unwrap() > 25.0,
+        "{w}"
+    );
+    // structuredContent repeats the text item's JSON.
+    assert!(
+        f["what_ifs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["name"] == "drop_structured_twin")
+    );
+    // Names (with UUIDs) cost a larger share of tokens than of characters.
+    let rows = f["field_share"]["rows"].as_array().unwrap();
+    let name = rows
+        .iter()
+        .find(|r| r["path"] == "$.entities[*].name")
+        .unwrap();
+    assert!(
+        name["tokens_pct"]["cl100k_base"].as_f64() > name["chars_pct"].as_f64(),
+        "{name}"
+    );
+}
