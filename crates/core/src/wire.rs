@@ -84,3 +84,87 @@ pub struct CursorInvalid {
     /// What to do instead (e.g. call the original tool again).
     pub hint: String,
 }
+
+/// The text that replaces an offloaded base64 blob (an `image`/`audio` item's `data`, a
+/// resource's `blob`, or a long base64 / `data:` string inside JSON text).
+///
+/// Compact JSON such as
+/// `{"offloaded":"image","mimeType":"image/png","bytes":5380,"width":20,"height":20,"path":"/tmp/mcp-budget-blobs/3fa9….png"}`.
+/// `bytes` is the decoded size in bytes; `width`/`height` are pixels, present for images whose
+/// header could be read. Its tokens count against the budget like any text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlobOffload {
+    /// What was offloaded: `image`, `audio`, `blob` (resource blob) or `base64` (a string in JSON).
+    pub offloaded: String,
+    /// MIME type as declared by the item, or sniffed from the bytes, or `application/octet-stream`.
+    #[serde(rename = "mimeType")]
+    pub mime_type: String,
+    /// Decoded size in bytes.
+    pub bytes: u64,
+    /// Pixel width, for images.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub width: Option<u64>,
+    /// Pixel height, for images.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub height: Option<u64>,
+    /// Absolute path of the file holding the decoded bytes (named by SHA-256, mode 0600).
+    pub path: String,
+}
+
+/// What the proxy did to one `tools/call` result (telemetry `outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Emitted unchanged: it fit as it was.
+    Fit,
+    /// Fit after compaction (JSON re-emitted compact, floats rounded).
+    Compacted,
+    /// Over budget: page 1 and a meta item.
+    Paged,
+    /// Over budget in summary-first mode: the elision envelope.
+    Elided,
+    /// Fit after base64 blobs were written to files.
+    Offloaded,
+    /// The upstream result was an `isError` result (or not a CallToolResult) and fit.
+    Error,
+}
+
+/// One line of the telemetry JSONL (`--log`): one per `tools/call`. No payload content.
+///
+/// `bytes`/`tokens` are UTF-8 bytes / tokens of the model-visible text (the `text` items, meta
+/// included, banner excluded); `_pre` is the same for the upstream result before shaping.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TelemetryRecord {
+    /// UTC time the result was shaped, RFC 3339 with milliseconds (`2026-11-30T07:54:08.123Z`).
+    pub ts: String,
+    /// `params.name` of the call.
+    pub tool: String,
+    /// Bytes before shaping.
+    pub bytes_pre: u64,
+    /// Bytes after shaping.
+    pub bytes: u64,
+    /// Tokens before shaping.
+    pub tokens_pre: u64,
+    /// Tokens after shaping.
+    pub tokens: u64,
+    /// Milliseconds the upstream server took (0 for calls answered by the proxy).
+    pub upstream_ms: u64,
+    /// Milliseconds the proxy spent shaping.
+    pub shape_ms: u64,
+    /// What was done.
+    pub outcome: Outcome,
+    /// Id of the cached full response, when one was kept (paged or elided).
+    pub response_id: Option<String>,
+}
+
+/// The text of an `isError: true` result of `query_response` whose jq filter failed:
+/// `{"error":"query_failed","message":"jq syntax error: …","hint":"…"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryFailed {
+    /// Always `query_failed`.
+    pub error: String,
+    /// The jq error (syntax or runtime), or what argument was missing.
+    pub message: String,
+    /// What to do instead.
+    pub hint: String,
+}

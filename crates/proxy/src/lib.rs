@@ -2,4 +2,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+pub mod boundary;
+pub mod config;
 pub mod relay;
+pub mod telemetry;

@@ -1,0 +1,308 @@
+//! Offloading base64 blobs to files (DESIGN.md: "Base64 blobs … are written to a file and
+//! replaced by a small description").
+//!
+//! What is offloaded, when its encoded length is at least the threshold
+//! ([`crate::config::Settings::blob_threshold`], bytes):
+//! - the `data` of an `image` or `audio` content item: the item becomes a `text` item whose
+//!   text is the [`BlobOffload`] description (the image is no longer shown inline; its file is);
+//! - the `blob` of an embedded `resource` item: the same;
+//! - a JSON string inside a JSON `text` item that is a `data:<mime>;base64,<payload>` URI or is
+//!   wholly canonical base64: the string becomes the description object.
+//!
+//! Files go to one directory (default `$TMPDIR/mcp-budget-blobs`, mode 0700) and are named by
+//! the SHA-256 of the decoded bytes plus an extension from the MIME type, mode 0600. Writing
+//! the same bytes twice reuses the file. The file holds the decoded bytes, so the original
+//! base64 is recovered exactly by encoding it again (only canonical base64 is offloaded).
+//! Any I/O failure leaves the blob inline: shaping never fails because of the disk.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use mcp_budget_core::wire::BlobOffload;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Writes blobs to files and describes them.
+#[derive(Debug, Clone)]
+pub(crate) struct BlobSink {
+    dir: PathBuf,
+    threshold: usize,
+}
+
+impl BlobSink {
+    pub(crate) fn new(dir: PathBuf, threshold: usize) -> BlobSink {
+        BlobSink {
+            dir,
+            threshold: threshold.max(1),
+        }
+    }
+
+    /// The description of an `image`/`audio`/`resource` content item whose payload was written
+    /// to a file, or `None` when the item has no payload over the threshold (or the write
+    /// failed).
+    pub(crate) fn offload_item(&self, item: &Value) -> Option<BlobOffload> {
+        let kind = item.get("type")?.as_str()?;
+        let (payload, mime, kind) = match kind {
+            "image" | "audio" => (
+                item.get("data")?.as_str()?,
+                item.get("mimeType").and_then(Value::as_str),
+                kind,
+            ),
+            "resource" => {
+                let r = item.get("resource")?;
+                (
+                    r.get("blob")?.as_str()?,
+                    r.get("mimeType").and_then(Value::as_str),
+                    "blob",
+                )
+            }
+            _ => return None,
+        };
+        if payload.len() < self.threshold {
+            return None;
+        }
+        let bytes = decode_canonical(payload)?;
+        self.write(kind, mime, &bytes)
+    }
+
+    /// Replaces every base64 or `data:` string of at least the threshold inside `value` by its
+    /// description object. Returns how many were replaced.
+    pub(crate) fn offload_in_value(&self, value: &mut Value) -> usize {
+        match value {
+            Value::String(s) => {
+                if s.len() < self.threshold {
+                    return 0;
+                }
+                match self.offload_str(s) {
+                    Some(desc) => {
+                        *value = serde_json::to_value(desc).unwrap_or(Value::Null);
+                        1
+                    }
+                    None => 0,
+                }
+            }
+            Value::Array(a) => a.iter_mut().map(|v| self.offload_in_value(v)).sum(),
+            Value::Object(o) => o.values_mut().map(|v| self.offload_in_value(v)).sum(),
+            _ => 0,
+        }
+    }
+
+    /// The description of a string that is a base64 blob or a base64 `data:` URI, once
+    /// written; `None` when it is neither or shorter than the threshold.
+    pub(crate) fn offload_str(&self, s: &str) -> Option<BlobOffload> {
+        if s.len() < self.threshold {
+            return None;
+        }
+        if let Some(rest) = s.strip_prefix("data:") {
+            let (header, payload) = rest.split_once(',')?;
+            let mime = header.strip_suffix(";base64")?;
+            let bytes = decode_canonical(payload)?;
+            let mime = (!mime.is_empty()).then_some(mime);
+            return self.write("base64", mime, &bytes);
+        }
+        let bytes = decode_canonical(s)?;
+        self.write("base64", None, &bytes)
+    }
+
+    fn write(&self, kind: &str, mime: Option<&str>, bytes: &[u8]) -> Option<BlobOffload> {
+        let sniffed = imagesize::image_type(bytes).ok().map(image_mime);
+        let mime = mime
+            .map(str::to_owned)
+            .or(sniffed)
+            .unwrap_or_else(|| "application/octet-stream".to_owned());
+        let (width, height) = if mime.starts_with("image/") || kind == "image" {
+            match imagesize::blob_size(bytes) {
+                Ok(size) => (Some(size.width as u64), Some(size.height as u64)),
+                Err(_) => (None, None),
+            }
+        } else {
+            (None, None)
+        };
+        let hash = Sha256::digest(bytes);
+        let name = format!("{}{}", hex(&hash), extension(&mime));
+        let path = self.store(&name, bytes)?;
+        Some(BlobOffload {
+            offloaded: kind.to_owned(),
+            mime_type: mime,
+            bytes: bytes.len() as u64,
+            width,
+            height,
+            path: path.to_string_lossy().into_owned(),
+        })
+    }
+
+    /// Writes `bytes` as `name` in the blob directory (0600, the directory 0700) and returns
+    /// the file's path; `None` on any I/O failure or an unsafe directory.
+    fn store(&self, name: &str, bytes: &[u8]) -> Option<PathBuf> {
+        ensure_private_dir(&self.dir)?;
+        let path = self.dir.join(name);
+        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            if meta.is_file() && meta.len() == bytes.len() as u64 {
+                return Some(path);
+            }
+            return None;
+        }
+        // Write under a unique temporary name, then rename: readers never see half a file.
+        let tmp = self.dir.join(format!(
+            ".{name}.{}.{}.tmp",
+            std::process::id(),
+            TMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .ok()?;
+        if file.write_all(bytes).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+            return None;
+        }
+        drop(file);
+        if std::fs::rename(&tmp, &path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+            return None;
+        }
+        Some(path)
+    }
+}
+
+static TMP_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Creates `dir` with mode 0700 if needed; refuses a symlink or a directory that others can
+/// read or write and whose mode cannot be fixed (someone else's).
+fn ensure_private_dir(dir: &Path) -> Option<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) => {
+            if !meta.is_dir() {
+                return None;
+            }
+            if meta.permissions().mode() & 0o077 != 0 {
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).ok()?;
+            }
+            Some(())
+        }
+        Err(_) => {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .ok()?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).ok()
+        }
+    }
+}
+
+/// The bytes of `s` when it is canonical padded base64 (encoding them again gives `s`).
+fn decode_canonical(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(4) || s.is_empty() {
+        return None;
+    }
+    if !s
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
+    {
+        return None;
+    }
+    STANDARD.decode(s).ok()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+fn image_mime(t: imagesize::ImageType) -> String {
+    let name = format!("{t:?}").to_ascii_lowercase();
+    match name.as_str() {
+        "jpeg" => "image/jpeg".into(),
+        "ico" => "image/x-icon".into(),
+        "heif" => "image/heif".into(),
+        other => format!("image/{other}"),
+    }
+}
+
+/// A file extension (with the dot) for a MIME type, or none.
+fn extension(mime: &str) -> String {
+    let sub = mime.split('/').nth(1).unwrap_or("");
+    let sub = sub.split([';', '+']).next().unwrap_or("");
+    let ext = match sub {
+        "jpeg" => "jpg",
+        "svg" => "svg",
+        "mpeg" => "mp3",
+        "octet-stream" | "" => "bin",
+        s if s.len() <= 8 && s.bytes().all(|b| b.is_ascii_alphanumeric()) => s,
+        _ => "bin",
+    };
+    format!(".{ext}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A PNG header (signature + IHDR) for `w`×`h`, padded with zeros to `len` bytes.
+    pub(crate) fn png(w: u32, h: u32, len: usize) -> Vec<u8> {
+        let mut v = vec![0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
+        v.extend_from_slice(&13u32.to_be_bytes());
+        v.extend_from_slice(b"IHDR");
+        v.extend_from_slice(&w.to_be_bytes());
+        v.extend_from_slice(&h.to_be_bytes());
+        v.extend_from_slice(&[8, 6, 0, 0, 0, 0, 0, 0, 0]);
+        v.resize(len.max(v.len()), 0);
+        v
+    }
+
+    #[test]
+    fn image_item_is_written_private_and_described() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = BlobSink::new(dir.path().join("blobs"), 100);
+        let data = STANDARD.encode(png(640, 480, 3000));
+        let item = serde_json::json!({"type":"image","data":data,"mimeType":"image/png"});
+        let d = sink.offload_item(&item).unwrap();
+        assert_eq!((d.width, d.height, d.bytes), (Some(640), Some(480), 3000));
+        assert_eq!(d.mime_type, "image/png");
+        let meta = std::fs::metadata(&d.path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let dmeta = std::fs::metadata(dir.path().join("blobs")).unwrap();
+        assert_eq!(dmeta.permissions().mode() & 0o777, 0o700);
+        assert_eq!(STANDARD.encode(std::fs::read(&d.path).unwrap()), data);
+        // Same bytes, same file.
+        assert_eq!(sink.offload_item(&item).unwrap().path, d.path);
+    }
+
+    #[test]
+    fn strings_in_json_are_offloaded_only_when_base64_and_long() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = BlobSink::new(dir.path().to_path_buf(), 64);
+        let b64 = STANDARD.encode(vec![7u8; 300]);
+        let uri = format!("data:image/png;base64,{}", STANDARD.encode(png(3, 5, 200)));
+        let prose = "word ".repeat(100);
+        let mut v = serde_json::json!({"a": b64, "b": [uri], "c": prose, "d": "short"});
+        assert_eq!(sink.offload_in_value(&mut v), 2);
+        assert_eq!(v["a"]["offloaded"], "base64");
+        assert_eq!(v["a"]["bytes"], 300);
+        assert_eq!(v["b"][0]["mimeType"], "image/png");
+        assert_eq!(v["b"][0]["width"], 3);
+        assert_eq!(v["c"], serde_json::json!(prose));
+    }
+
+    #[test]
+    fn short_and_non_canonical_payloads_stay_inline() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = BlobSink::new(dir.path().to_path_buf(), 64);
+        assert!(sink.offload_str("QUJD").is_none());
+        assert!(sink.offload_str(&"a".repeat(101)).is_none());
+        assert!(
+            sink.offload_str(&format!("{}\n", "QUJD".repeat(40)))
+                .is_none()
+        );
+    }
+}

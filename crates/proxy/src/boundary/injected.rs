@@ -1,0 +1,289 @@
+//! The tools the proxy adds to `tools/list` and answers itself: `read_more` and
+//! `query_response`. Both read the cache only; the upstream server is never called again.
+//!
+//! - `read_more {cursor, max_tokens?}`: page `<n>` of response `<id>` for cursor `<id>.<n>`.
+//! - `query_response {response_id, query, max_tokens?}`: the jq filter's outputs on the cached
+//!   full response (one output: that value; several: an array of them; a single string output
+//!   is shown as plain text). The input is the response's one text item as JSON (a text that
+//!   is not JSON as a JSON string), or an array of its text items when it has several. The
+//!   output is shaped and paged by the same rules, under its own response id.
+//!
+//! `max_tokens` is clamped between [`mcp_budget_core::MIN_BUDGET_TOKENS`] and the budget the
+//! response was shaped with. Bad, unknown or expired cursors and ids give an `isError` result
+//! `{"error":"cursor_invalid","reason":…,"hint":…}`; a failing jq filter gives an `isError`
+//! result `{"error":"query_failed","message":…,"hint":…}`.
+
+use mcp_budget_core::paginate::Document;
+use mcp_budget_core::wire::{CursorFault, CursorInvalid, Outcome, QueryFailed};
+use serde_json::{Value, json};
+
+use super::Boundary;
+use super::call::{self, EmitMode, Slot};
+use super::store::{check_id, parse_cursor};
+use super::walk::{self, ToolNames};
+use crate::config::Overflow;
+
+/// Name of the paging tool when no upstream tool has it.
+pub const READ_MORE: &str = "read_more";
+/// Name of the query tool when no upstream tool has it.
+pub const QUERY_RESPONSE: &str = "query_response";
+/// Prefix given to an injected tool whose name an upstream tool already has.
+pub const PREFIX: &str = "budget_";
+
+/// `name`, prefixed with [`PREFIX`] as many times as needed to differ from every name in
+/// `taken`.
+pub(crate) fn free_name(name: &str, taken: &[&str]) -> String {
+    let mut n = name.to_owned();
+    while taken.contains(&n.as_str()) {
+        n = format!("{PREFIX}{n}");
+    }
+    n
+}
+
+/// The two tool definitions for `tools/list`.
+pub(crate) fn definitions(names: &ToolNames) -> [Value; 2] {
+    let min = mcp_budget_core::MIN_BUDGET_TOKENS;
+    [
+        json!({
+            "name": names.read_more,
+            "title": "Read more of a long tool result",
+            "description": format!(
+                "Returns the next page of a tool result that was too long for the context budget. \
+                 A shortened result ends with a JSON item {{\"truncated\":true,\"next_cursor\":\"…\",…}}: \
+                 pass that next_cursor here. Pages come from the proxy's cache (the original tool is \
+                 not called again); the last page has no next_cursor. Optional max_tokens \
+                 ({min} up to the proxy's budget) sets the page size. To pick parts instead of \
+                 reading everything, use {}.", names.query_response),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "cursor": {"type": "string", "description": "next_cursor from the last item of a shortened result, like \"3fa9c2e1b07d.1\""},
+                    "max_tokens": {"type": "integer", "minimum": min, "description": "Page size in tokens (default and maximum: the proxy's budget)"}
+                },
+                "required": ["cursor"]
+            },
+            "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
+        }),
+        json!({
+            "name": names.query_response,
+            "title": "Query a long tool result with jq",
+            "description": format!(
+                "Runs a jq filter on the full cached result of an earlier tool call that was \
+                 shortened (its response_id is in the result's last item) and returns only what \
+                 the filter selects, e.g. 'length', 'keys', '.[0]', \
+                 '[.. | objects | select(.type == \"file\") | .name]'. The input is the result's \
+                 JSON (a plain-text result is one JSON string: try 'split(\"\\n\") | .[100:120]'). \
+                 Several outputs come back as an array. Long outputs are paged like any result \
+                 (continue with {}). The original tool is not called again.", names.read_more),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "response_id": {"type": "string", "description": "response_id from the last item of a shortened result"},
+                    "query": {"type": "string", "description": "jq filter, e.g. '.items | map(.name)'"},
+                    "max_tokens": {"type": "integer", "minimum": min, "description": "Page size in tokens (default and maximum: the proxy's budget)"}
+                },
+                "required": ["response_id", "query"]
+            },
+            "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
+        }),
+    ]
+}
+
+/// What answering an injected call produced (for telemetry).
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) result: Value,
+    pub(crate) outcome: Outcome,
+    pub(crate) response_id: Option<String>,
+    pub(crate) bytes: u64,
+    pub(crate) tokens: u64,
+}
+
+fn cursor_invalid(b: &Boundary, reason: CursorFault) -> Answer {
+    let hint = match reason {
+        CursorFault::Malformed => {
+            "A cursor looks like \"3fa9c2e1b07d.1\" and a response_id like \"3fa9c2e1b07d\": copy them from the last item of a shortened result."
+        }
+        CursorFault::Unknown => {
+            "No such response or page: use a next_cursor or response_id exactly as a shortened result gave it."
+        }
+        CursorFault::Expired => {
+            "The cached response was dropped (unused for too long, or memory ran short): call the original tool again."
+        }
+    };
+    let text = serde_json::to_string(&CursorInvalid {
+        error: "cursor_invalid".into(),
+        reason,
+        hint: hint.into(),
+    })
+    .unwrap_or_default();
+    error_answer(b, text)
+}
+
+fn query_failed(b: &Boundary, message: String) -> Answer {
+    let text = serde_json::to_string(&QueryFailed {
+        error: "query_failed".into(),
+        message,
+        hint: "Fix the jq filter (jq syntax, run on the cached response) and call again.".into(),
+    })
+    .unwrap_or_default();
+    error_answer(b, text)
+}
+
+fn error_answer(b: &Boundary, text: String) -> Answer {
+    let tokens = b.encoding.count(&text) as u64;
+    let bytes = text.len() as u64;
+    let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
+    content.push(json!({"type":"text","text":text}));
+    Answer {
+        result: json!({"content": content, "isError": true}),
+        outcome: Outcome::Error,
+        response_id: None,
+        bytes,
+        tokens,
+    }
+}
+
+/// `max_tokens` from the arguments, clamped to `[MIN_BUDGET_TOKENS, ceiling]`.
+fn budget_arg(args: &Value, ceiling: usize) -> usize {
+    let asked = args.get("max_tokens").and_then(|v| {
+        v.as_u64()
+            .or_else(|| v.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+    });
+    let floor = mcp_budget_core::MIN_BUDGET_TOKENS;
+    match asked {
+        Some(n) => usize::try_from(n)
+            .unwrap_or(usize::MAX)
+            .clamp(floor, ceiling.max(floor)),
+        None => ceiling.max(floor),
+    }
+}
+
+/// Answers `params` (of a `tools/call`) when it names an injected tool.
+pub(crate) fn answer(b: &Boundary, params: &Value) -> Option<Answer> {
+    let name = params.get("name")?.as_str()?;
+    let names = b.names();
+    let empty = json!({});
+    let args = params.get("arguments").unwrap_or(&empty);
+    if name == names.read_more {
+        Some(read_more(b, args, &names))
+    } else if name == names.query_response {
+        Some(query_response(b, args))
+    } else {
+        None
+    }
+}
+
+fn read_more(b: &Boundary, args: &Value, names: &ToolNames) -> Answer {
+    let Some(cursor) = args.get("cursor").and_then(Value::as_str) else {
+        return cursor_invalid(b, CursorFault::Malformed);
+    };
+    let (id, k) = match parse_cursor(cursor.trim()) {
+        Ok(x) => x,
+        Err(f) => return cursor_invalid(b, f),
+    };
+    let entry = match b.store.get(id) {
+        Ok(e) => e,
+        Err(f) => return cursor_invalid(b, f),
+    };
+    let budget = budget_arg(args, entry.budget);
+    let Some(page) = walk::page(&entry, k, budget, &b.encoding, names) else {
+        return cursor_invalid(b, CursorFault::Unknown);
+    };
+    let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
+    let mut bytes = page.meta.len();
+    for p in page.parts {
+        bytes += p.body.len();
+        content.push(json!({"type":"text","text":p.body}));
+    }
+    content.push(json!({"type":"text","text":page.meta}));
+    Answer {
+        result: json!({ "content": content }),
+        outcome: Outcome::Paged,
+        response_id: Some(entry.id.clone()),
+        bytes: bytes as u64,
+        tokens: page.tokens as u64,
+    }
+}
+
+fn query_response(b: &Boundary, args: &Value) -> Answer {
+    let Some(id) = args.get("response_id").and_then(Value::as_str) else {
+        return cursor_invalid(b, CursorFault::Malformed);
+    };
+    let id = id.trim();
+    // Accept a cursor too: its id part names the response.
+    let id = id.split_once('.').map_or(id, |(i, _)| i);
+    if let Err(f) = check_id(id) {
+        return cursor_invalid(b, f);
+    }
+    let entry = match b.store.get(id) {
+        Ok(e) => e,
+        Err(f) => return cursor_invalid(b, f),
+    };
+    let Some(query) = args.get("query").and_then(Value::as_str) else {
+        return query_failed(b, "missing argument \"query\" (a jq filter)".into());
+    };
+    let mut outs = match super::jq::run(query, &entry.query_input()) {
+        Ok(outs) => outs,
+        Err(e) => return query_failed(b, e.to_string()),
+    };
+    let value = match outs.len() {
+        1 => outs.pop().unwrap_or_default(),
+        _ => Value::Array(outs),
+    };
+    let doc = match value {
+        Value::String(s) => Document::Text(s),
+        v => Document::Json(v),
+    };
+    let budget = budget_arg(args, entry.budget);
+    let layout = [Slot::Text {
+        doc: 0,
+        extra: serde_json::Map::new(),
+    }];
+    let emitted = call::emit(
+        b,
+        vec![doc],
+        &layout,
+        budget,
+        entry.precision,
+        Overflow::Page,
+    );
+    let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
+    content.extend(emitted.items);
+    Answer {
+        result: json!({ "content": content }),
+        outcome: if emitted.mode == EmitMode::Whole {
+            Outcome::Fit
+        } else {
+            Outcome::Paged
+        },
+        response_id: emitted.response_id,
+        bytes: emitted.bytes,
+        tokens: emitted.tokens,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_get_prefixed_until_free() {
+        assert_eq!(free_name("read_more", &["x"]), "read_more");
+        assert_eq!(free_name("read_more", &["read_more"]), "budget_read_more");
+        assert_eq!(
+            free_name("read_more", &["read_more", "budget_read_more"]),
+            "budget_budget_read_more"
+        );
+    }
+
+    #[test]
+    fn max_tokens_is_clamped() {
+        assert_eq!(budget_arg(&json!({}), 5000), 5000);
+        assert_eq!(budget_arg(&json!({"max_tokens": 10}), 5000), 256);
+        assert_eq!(budget_arg(&json!({"max_tokens": 99999}), 5000), 5000);
+        assert_eq!(budget_arg(&json!({"max_tokens": 700}), 5000), 700);
+        assert_eq!(budget_arg(&json!({"max_tokens": "700"}), 5000), 700);
+    }
+}

@@ -1,0 +1,235 @@
+//! The boundary: what the proxy shapes, and nothing else does.
+//!
+//! The relay hands [`Boundary`] the `result` of every `tools/list` and `tools/call` response
+//! and every `tools/call` request that names an injected tool; everything else passes the
+//! relay byte for byte. The shaping rules (DESIGN.md, "Wire contract of the proxy"):
+//!
+//! - **Model-visible tokens** of a result are the sum of the token counts of its `text` items
+//!   (each counted on its own, exactly as it goes out). The budget bounds that sum for every
+//!   result the boundary emits, the meta item included; the banner item is outside it.
+//! - A result that fits after compaction comes back compacted, with no meta item
+//!   ([`call`]).
+//! - Over budget: page 1 and the meta item (last), or the elision envelope in summary mode;
+//!   the shaped full response is cached ([`store`]) for `read_more` and `query_response`
+//!   ([`injected`]).
+//! - Several text items are paged as one sequence, each item staying its own content item
+//!   ([`walk`]); non-text items are kept on page 1.
+//! - structuredContent: see [`structured`]; blobs: see [`blobs`].
+//!
+//! ```
+//! use mcp_budget_proxy::boundary::Boundary;
+//! use mcp_budget_proxy::config::Settings;
+//! use serde_json::json;
+//!
+//! let b = Boundary::new(Settings { max_tokens: Some(300), ..Settings::default() }).unwrap();
+//! let rows: Vec<_> = (0..500).map(|i| json!({"id": i, "name": format!("row {i}")})).collect();
+//! let text = serde_json::to_string_pretty(&rows).unwrap();
+//! let result = json!({"content": [{"type": "text", "text": text}]});
+//! let shaped = b.shape_call_result("rows", result, 12);
+//! let content = shaped["content"].as_array().unwrap();
+//! let meta: serde_json::Value =
+//!     serde_json::from_str(content.last().unwrap()["text"].as_str().unwrap()).unwrap();
+//! assert_eq!(meta["truncated"], true);
+//! let cursor = meta["next_cursor"].as_str().unwrap();
+//! let page2 = b
+//!     .answer_injected(&json!({"name": "read_more", "arguments": {"cursor": cursor}}))
+//!     .unwrap();
+//! assert!(page2.get("isError").is_none());
+//! ```
+
+mod blobs;
+mod call;
+pub mod injected;
+mod jq;
+mod list;
+mod store;
+mod structured;
+mod walk;
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+use std::time::Instant;
+
+use mcp_budget_core::tokens::Encoding;
+use serde_json::Value;
+
+use crate::config::{ConfigError, Settings};
+use crate::telemetry::{self, PendingRecord, Telemetry};
+use blobs::BlobSink;
+use store::Store;
+use walk::ToolNames;
+
+/// What `tools/list` told about the upstream tools.
+#[derive(Debug, Default)]
+struct ToolState {
+    /// Tool name → whether it declares an outputSchema.
+    schemas: HashMap<String, bool>,
+    /// Names of the injected tools (prefixed on a clash).
+    names: ToolNames,
+}
+
+/// Shapes `tools/list` and `tools/call` results and answers the injected tools.
+///
+/// `Send + Sync`: the relay holds it in an `Arc` and calls it from several threads at once.
+#[derive(Debug)]
+pub struct Boundary {
+    settings: Settings,
+    encoding: Encoding,
+    store: Store,
+    blobs: BlobSink,
+    telemetry: Option<Telemetry>,
+    tools: RwLock<ToolState>,
+}
+
+impl Boundary {
+    /// A boundary with `settings`. Loads [`Settings::config_path`] when it is set and
+    /// [`Settings::file`] is `None`, checks every `transform` filter, and opens the telemetry
+    /// log when [`Settings::log_path`] is set.
+    ///
+    /// # Errors
+    /// [`ConfigError`] when the config file cannot be read or parsed, a `transform` is not a
+    /// valid jq filter, or the log cannot be opened.
+    pub fn new(mut settings: Settings) -> Result<Boundary, ConfigError> {
+        if settings.config_path.is_some() && settings.file.is_none() {
+            settings.load_config_file()?;
+        }
+        if let Some(file) = &settings.file {
+            for (tool, rule) in &file.tools {
+                if let Some(code) = &rule.transform {
+                    jq::check(code).map_err(|e| ConfigError::Transform {
+                        tool: tool.clone(),
+                        message: e.to_string(),
+                    })?;
+                }
+            }
+        }
+        let encoding = settings.encoding.clone();
+        let telemetry = match &settings.log_path {
+            Some(path) => Some(Telemetry::open(path, encoding.clone())?),
+            None => None,
+        };
+        Ok(Boundary {
+            store: Store::new(settings.store_bytes, settings.store_ttl),
+            blobs: BlobSink::new(settings.blob_dir(), settings.blob_threshold),
+            encoding,
+            telemetry,
+            tools: RwLock::new(ToolState::default()),
+            settings,
+        })
+    }
+
+    /// The settings in force (with the config file loaded).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// A client's `tools/call` whose tool is one the proxy injected (`read_more`,
+    /// `query_response`, or their prefixed names): `Some(result)` — the `result` JSON of the
+    /// CallToolResult — to answer locally, never forwarded. `None` for any other tool.
+    ///
+    /// `params` is the request's `params` (`{"name": …, "arguments": {…}}`).
+    pub fn answer_injected(&self, params: &Value) -> Option<Value> {
+        let started = Instant::now();
+        let answer = injected::answer(self, params)?;
+        if let Some(t) = &self.telemetry {
+            let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
+            t.send(PendingRecord {
+                record: telemetry::record(
+                    tool,
+                    0,
+                    answer.bytes,
+                    answer.tokens,
+                    0,
+                    started.elapsed().as_millis() as u64,
+                    answer.outcome,
+                    answer.response_id.clone(),
+                ),
+                pre_texts: Vec::new(),
+            });
+        }
+        Some(answer.result)
+    }
+
+    /// Shapes the `result` of a `tools/call` response. `tool` is the request's `params.name`;
+    /// `upstream_ms` how long the upstream server took (milliseconds, for telemetry).
+    /// Never fails: a result that is not a CallToolResult comes back unchanged.
+    pub fn shape_call_result(&self, tool: &str, result: Value, upstream_ms: u64) -> Value {
+        let started = Instant::now();
+        let shaped = call::shape(self, tool, result);
+        if let Some(t) = &self.telemetry {
+            t.send(PendingRecord {
+                record: telemetry::record(
+                    tool,
+                    shaped.bytes_pre,
+                    shaped.bytes,
+                    shaped.tokens,
+                    upstream_ms,
+                    started.elapsed().as_millis() as u64,
+                    shaped.outcome,
+                    shaped.response_id.clone(),
+                ),
+                pre_texts: shaped.pre_texts,
+            });
+        }
+        shaped.result
+    }
+
+    /// Shapes the `result` of a `tools/list` response: adds the injected tools when
+    /// `first_page` (the request had no cursor), applies `description_suffix` rules, and
+    /// remembers which tools declare an outputSchema. Never fails.
+    pub fn shape_list_result(&self, result: Value, first_page: bool) -> Value {
+        list::shape(self, result, first_page)
+    }
+
+    /// The names the injected tools are listed under: (`read_more`, `query_response`), or
+    /// their `budget_`-prefixed names when an upstream tool has the name.
+    pub fn injected_names(&self) -> (String, String) {
+        let n = self.names();
+        (n.read_more, n.query_response)
+    }
+
+    /// Blocks until every telemetry record queued so far is written (no-op without `--log`).
+    pub fn flush_telemetry(&self) {
+        if let Some(t) = &self.telemetry {
+            t.flush();
+        }
+    }
+
+    fn names(&self) -> ToolNames {
+        self.tools
+            .read()
+            .map(|s| s.names.clone())
+            .unwrap_or_default()
+    }
+
+    /// Whether `tool` declares an outputSchema; `None` when `tools/list` has not shown it.
+    fn has_output_schema(&self, tool: &str) -> Option<bool> {
+        self.tools
+            .read()
+            .ok()
+            .and_then(|s| s.schemas.get(tool).copied())
+    }
+
+    fn remember_tools(&self, seen: Vec<(String, bool)>, names: Option<ToolNames>, fresh: bool) {
+        if let Ok(mut s) = self.tools.write() {
+            if fresh {
+                s.schemas.clear();
+            }
+            s.schemas.extend(seen);
+            if let Some(n) = names {
+                s.names = n;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boundary_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Boundary>();
+    }
+}

@@ -1,0 +1,257 @@
+//! Pages of a cached response: the text items as one paged sequence.
+//!
+//! A response may hold several `text` items. They are paged as one sequence, in order: a page
+//! holds whole items while they fit, and the first item that does not fit is cut by the core
+//! [`Pager`] (which never cuts JSON in the middle and shows at least one new unit). Every item
+//! stays a separate content item, so following the cursors gives each item back exactly (its
+//! pages reassemble with `mcp_budget_core::paginate::reassemble`).
+//!
+//! Budget: the token counts of the page's text items plus the meta item's never exceed the
+//! budget (each item is counted on its own, exactly as it goes out).
+
+use mcp_budget_core::paginate::{Document, PageInfo, Pager, Position};
+use mcp_budget_core::tokens::Encoding;
+use mcp_budget_core::wire::{Meta, TRUNCATION_TOKEN_BUDGET};
+
+use super::store::{Entry, SeqPos};
+
+/// Names of the injected tools, for hints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ToolNames {
+    /// `read_more`, or its prefixed name.
+    pub(crate) read_more: String,
+    /// `query_response`, or its prefixed name.
+    pub(crate) query_response: String,
+}
+
+impl Default for ToolNames {
+    fn default() -> ToolNames {
+        ToolNames {
+            read_more: super::injected::READ_MORE.to_owned(),
+            query_response: super::injected::QUERY_RESPONSE.to_owned(),
+        }
+    }
+}
+
+/// One text item (or the part of one) on a page.
+#[derive(Debug, Clone)]
+pub(crate) struct Part {
+    /// Index of the text item in the response.
+    pub(crate) item: usize,
+    /// The text that goes out.
+    pub(crate) body: String,
+}
+
+/// A page of a cached response.
+#[derive(Debug, Clone)]
+pub(crate) struct SeqPage {
+    /// The text items of the page, in order.
+    pub(crate) parts: Vec<Part>,
+    /// The meta item's text.
+    pub(crate) meta: String,
+    /// Tokens of the parts plus the meta: at most the budget.
+    pub(crate) tokens: usize,
+}
+
+/// The meta item's text (compact JSON).
+pub(crate) fn render_meta(
+    id: &str,
+    next_cursor: Option<&str>,
+    shown: &str,
+    next_start_line: Option<u64>,
+    total_tokens: u64,
+    names: &ToolNames,
+) -> String {
+    let select = format!(
+        "Select: {} {{\"response_id\":\"{id}\",\"query\":\"<jq>\"}}.",
+        names.query_response
+    );
+    let hint = match next_cursor {
+        Some(c) => format!("More: {} {{\"cursor\":\"{c}\"}}. {select}", names.read_more),
+        None => format!("Last page. {select}"),
+    };
+    let meta = Meta {
+        truncated: true,
+        truncation_reason: TRUNCATION_TOKEN_BUDGET.to_owned(),
+        response_id: id.to_owned(),
+        next_cursor: next_cursor.map(str::to_owned),
+        shown: shown.to_owned(),
+        next_start_line,
+        total_tokens,
+        hint,
+    };
+    serde_json::to_string(&meta).unwrap_or_default()
+}
+
+/// Tokens kept free for the meta item while whole items are placed: a meta with a long
+/// cursor and a long `shown`, plus slack for BPE's non-additivity.
+fn meta_reserve(entry: &Entry, encoding: &Encoding, names: &ToolNames) -> usize {
+    let cursor = format!("{}.999999", entry.id);
+    let shown = format!("text {n}/{n}, text {n}/{n}", n = entry.docs.len().max(100));
+    encoding.count(&render_meta(
+        &entry.id,
+        Some(&cursor),
+        &shown,
+        Some(9_999_999),
+        entry.total_tokens,
+        names,
+    )) + 8
+}
+
+/// `shown` of one part: the pager's own for a response of one item, else prefixed with the
+/// item's number.
+fn part_shown(entry: &Entry, item: usize, inner: Option<&str>) -> String {
+    let n = entry.docs.len();
+    match (n, inner) {
+        (1, Some(s)) => s.to_owned(),
+        (1, None) => "$".to_owned(),
+        (_, Some(s)) => format!("text {}/{n} {s}", item + 1),
+        (_, None) => format!("text {}/{n}", item + 1),
+    }
+}
+
+/// Page number `k` of `entry` with `budget` tokens.
+///
+/// Returns `None` when the response has no page `k` (never computed).
+pub(crate) fn page(
+    entry: &Entry,
+    k: usize,
+    budget: usize,
+    encoding: &Encoding,
+    names: &ToolNames,
+) -> Option<SeqPage> {
+    let mut book = entry.book.lock().ok()?;
+    let (mut item, mut pos): SeqPos = book.positions.get(k)?.clone();
+    let next_k = book
+        .next_of
+        .get(&(k, budget))
+        .copied()
+        .unwrap_or(book.positions.len());
+    let next_cursor = format!("{}.{next_k}", entry.id);
+    let n = entry.docs.len();
+    let reserve = meta_reserve(entry, encoding, names);
+
+    let mut parts: Vec<Part> = Vec::new();
+    let mut shown: Vec<String> = Vec::new();
+    let mut used = 0usize;
+    let mut next: Option<SeqPos> = None;
+    let mut meta: Option<String> = None;
+    let mut meta_tokens = 0usize;
+
+    while item < n {
+        let remaining = budget.saturating_sub(used);
+        let doc = &entry.docs[item];
+        let item_tokens = entry.doc_tokens[item];
+        if pos.is_start() && item_tokens + reserve <= remaining {
+            // The whole item, and still room for the meta.
+            parts.push(Part {
+                item,
+                body: doc.render(entry.precision),
+            });
+            shown.push(part_shown(entry, item, None));
+            used += item_tokens;
+            item += 1;
+            pos = Position::start();
+            continue;
+        }
+        if !parts.is_empty() && remaining < mcp_budget_core::MIN_BUDGET_TOKENS + reserve {
+            // Too little room for a useful cut: the item starts the next page.
+            next = Some((item, pos));
+            break;
+        }
+        // Cut this item. At its start, ask for less than its size so that the pager never
+        // returns it whole without a meta item.
+        let pager_budget = if pos.is_start() && item_tokens <= remaining {
+            remaining.saturating_sub(reserve)
+        } else {
+            remaining
+        };
+        let pager = Pager::new(encoding.clone(), pager_budget, entry.precision);
+        let more_items = item + 1 < n;
+        let prefix = shown.clone();
+        let mut render = |info: &PageInfo<'_>| {
+            let has_next = info.has_next || more_items;
+            let mut all = prefix.clone();
+            all.push(part_shown(entry, item, Some(info.shown)));
+            render_meta(
+                &entry.id,
+                has_next.then_some(next_cursor.as_str()),
+                &all.join(", "),
+                if info.has_next {
+                    info.next_start_line
+                } else {
+                    None
+                },
+                entry.total_tokens,
+                names,
+            )
+        };
+        let Ok(p) = pager.page(doc, &pos, &mut render) else {
+            return None;
+        };
+        match p.meta {
+            Some(m) => {
+                shown.push(part_shown(entry, item, Some(&p.shown)));
+                used += p.tokens;
+                meta = Some(m);
+                parts.push(Part { item, body: p.body });
+                next = match p.next {
+                    Some(np) => Some((item, np)),
+                    None if more_items => Some((item + 1, Position::start())),
+                    None => None,
+                };
+            }
+            None => {
+                // The pager found it whole within `pager_budget`: keep it whole and let the
+                // meta below account for itself (only reachable with budgets near the floor).
+                let t = encoding.count(&p.body);
+                parts.push(Part { item, body: p.body });
+                shown.push(part_shown(entry, item, None));
+                used += t;
+                item += 1;
+                next = (item < n).then(|| (item, Position::start()));
+            }
+        }
+        break;
+    }
+
+    let meta = match meta {
+        Some(m) => m,
+        None => {
+            let m = render_meta(
+                &entry.id,
+                next.is_some().then_some(next_cursor.as_str()),
+                &shown.join(", "),
+                None,
+                entry.total_tokens,
+                names,
+            );
+            meta_tokens = encoding.count(&m);
+            m
+        }
+    };
+    if let Some(np) = next {
+        if next_k == book.positions.len() {
+            book.positions.push(np);
+        }
+        book.next_of.insert((k, budget), next_k);
+    }
+    Some(SeqPage {
+        parts,
+        meta,
+        tokens: used + meta_tokens,
+    })
+}
+
+/// Whether the whole response fits `budget` without a meta item (the sum of its items'
+/// tokens).
+pub(crate) fn fits_whole(doc_tokens: &[usize], budget: usize) -> bool {
+    doc_tokens.iter().sum::<usize>() <= budget
+}
+
+/// The whole-rendering tokens of `doc`, exactly.
+pub(crate) fn doc_tokens(doc: &Document, precision: u32, encoding: &Encoding) -> (String, usize) {
+    let text = doc.render(precision);
+    let t = encoding.count(&text);
+    (text, t)
+}

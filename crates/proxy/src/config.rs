@@ -1,0 +1,394 @@
+//! Settings of the proxy's shaping, and the TOML file of defaults and per-tool rules.
+//!
+//! # Precedence
+//!
+//! For every value that a tool's rule can set, the first one given wins:
+//!
+//! 1. the per-tool rule in the TOML file (`[tools.<name>]`),
+//! 2. the command-line flag (`--max-tokens`, `--precision`),
+//! 3. the environment variable (`MCP_BUDGET_MAX_TOKENS`, `MCP_BUDGET_PRECISION`),
+//! 4. the TOML file's `[defaults]`,
+//! 5. the built-in default (10000 tokens, 9 significant digits, `overflow = "page"`).
+//!
+//! Flags and environment variables are one layer here: the CLI resolves flag-over-env (clap's
+//! `env`) and puts the result in [`Settings::max_tokens`] / [`Settings::precision`], `None`
+//! when neither was given. A rule for one tool is more specific than any global setting, so
+//! it wins over the command line; the file's `[defaults]` are the weakest explicit layer, so a
+//! flag can override a shared config file for one run.
+//!
+//! # The TOML file
+//!
+//! ```toml
+//! [defaults]
+//! max_tokens = 8000        # tokens (clamped up to 256)
+//! precision = 6            # significant digits of floats, 0 = exact
+//! overflow = "page"        # "page" (page 1 + meta) or "summary" (elision envelope first)
+//!
+//! [tools.directory_tree]
+//! max_tokens = 4000
+//! precision = 0
+//! transform = 'del(.. | .duration_ns?)'   # jq filter on the JSON of each text item
+//! overflow = "summary"
+//! description_suffix = "Large trees are paged; use read_more."
+//! ```
+//! Unknown keys are errors (a typo must not silently do nothing).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mcp_budget_core::tokens::Encoding;
+use serde::Deserialize;
+
+/// The built-in store bound: 256 MiB of cached responses (bytes of their compact rendering).
+pub const DEFAULT_STORE_BYTES: usize = 256 * 1024 * 1024;
+
+/// The built-in time a cached response stays readable after its last use: one hour.
+pub const DEFAULT_STORE_TTL: Duration = Duration::from_secs(3600);
+
+/// The built-in blob threshold: base64 payloads of at least 4096 bytes (encoded length) are
+/// written to a file.
+pub const DEFAULT_BLOB_THRESHOLD: usize = 4096;
+
+/// What an over-budget result turns into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Overflow {
+    /// Page 1 and a meta item (the default).
+    #[default]
+    Page,
+    /// The elision envelope (bounded summary, response id, cursor of page 1).
+    Summary,
+}
+
+/// `[defaults]` of the TOML file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileDefaults {
+    /// Budget in tokens.
+    pub max_tokens: Option<usize>,
+    /// Significant digits of floats, 0 = exact.
+    pub precision: Option<u32>,
+    /// Overflow mode.
+    pub overflow: Option<Overflow>,
+}
+
+/// `[tools.<name>]` of the TOML file: a rule for one upstream tool (matched by exact name).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRule {
+    /// Budget in tokens for this tool's results.
+    pub max_tokens: Option<usize>,
+    /// Significant digits of floats, 0 = exact.
+    pub precision: Option<u32>,
+    /// A jq filter applied to the JSON value of each JSON `text` item before shaping. Several
+    /// outputs become an array, none becomes `null`; a runtime error leaves the item as it was.
+    pub transform: Option<String>,
+    /// Overflow mode.
+    pub overflow: Option<Overflow>,
+    /// Appended (after one space) to the tool's description in `tools/list`.
+    pub description_suffix: Option<String>,
+}
+
+/// The parsed TOML file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// `[defaults]`.
+    #[serde(default)]
+    pub defaults: FileDefaults,
+    /// `[tools.<name>]`, by tool name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolRule>,
+}
+
+impl ConfigFile {
+    /// Parses the TOML text of a config file.
+    ///
+    /// # Errors
+    /// [`ConfigError::Toml`] on bad TOML, a wrong type or an unknown key.
+    pub fn parse(text: &str, path: &Path) -> Result<ConfigFile, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Toml {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// Errors of loading settings.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The config file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The config file is not valid TOML for this schema.
+    #[error("bad config file {path}: {message}")]
+    Toml {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (with line and column).
+        message: String,
+    },
+    /// A `transform` is not a valid jq filter.
+    #[error("bad transform for tool {tool:?}: {message}")]
+    Transform {
+        /// The tool whose rule it is.
+        tool: String,
+        /// The jq error.
+        message: String,
+    },
+    /// The telemetry log could not be opened for appending.
+    #[error("cannot open telemetry log {path}: {source}")]
+    Log {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Everything that decides how the proxy shapes results.
+///
+/// Build it with [`Settings::default`] and set the public fields from the command line; then
+/// [`Settings::load_config_file`] (or [`crate::boundary::Boundary::new`], which calls it when
+/// [`Settings::config_path`] is set and [`Settings::file`] is still `None`) merges the TOML
+/// file. See the module docs for the precedence.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `--max-tokens` / `MCP_BUDGET_MAX_TOKENS`: budget in tokens for one `tools/call` result.
+    /// `None` when not given (then `[defaults]`, then 10000).
+    pub max_tokens: Option<usize>,
+    /// `--encoding` / `MCP_BUDGET_ENCODING`. Default `cl100k_base`.
+    pub encoding: Encoding,
+    /// `--precision` / `MCP_BUDGET_PRECISION`: significant digits, 0 = exact. `None` when not
+    /// given (then `[defaults]`, then 9).
+    pub precision: Option<u32>,
+    /// `--config` / `MCP_BUDGET_CONFIG`: the TOML file. Default none.
+    pub config_path: Option<PathBuf>,
+    /// `--log` / `MCP_BUDGET_LOG`: telemetry JSONL, appended to. Default none (no telemetry).
+    pub log_path: Option<PathBuf>,
+    /// `--banner`: a text item put first in every `tools/call` result, outside the budget.
+    /// Default none.
+    pub banner: Option<String>,
+    /// Bound of the response store in bytes (of the cached responses' compact rendering; the
+    /// parsed values take a few times more memory). Least recently used responses go first.
+    /// Default [`DEFAULT_STORE_BYTES`] (256 MiB).
+    pub store_bytes: usize,
+    /// How long a cached response stays readable after its last use. Default
+    /// [`DEFAULT_STORE_TTL`] (1 h).
+    pub store_ttl: Duration,
+    /// Encoded length in bytes from which a base64 payload is offloaded to a file. Default
+    /// [`DEFAULT_BLOB_THRESHOLD`] (4096).
+    pub blob_threshold: usize,
+    /// Directory of offloaded blobs. Default `mcp-budget-blobs` in the system temp dir.
+    pub blob_dir: Option<PathBuf>,
+    /// The parsed config file, once loaded (or set directly, e.g. by tests).
+    pub file: Option<ConfigFile>,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            max_tokens: None,
+            encoding: Encoding::default(),
+            precision: None,
+            config_path: None,
+            log_path: None,
+            banner: None,
+            store_bytes: DEFAULT_STORE_BYTES,
+            store_ttl: DEFAULT_STORE_TTL,
+            blob_threshold: DEFAULT_BLOB_THRESHOLD,
+            blob_dir: None,
+            file: None,
+        }
+    }
+}
+
+/// The rule in force for one tool, after applying the precedence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectiveRule {
+    /// Budget in tokens (at least [`mcp_budget_core::MIN_BUDGET_TOKENS`]).
+    pub max_tokens: usize,
+    /// Significant digits, 0 = exact.
+    pub precision: u32,
+    /// Overflow mode.
+    pub overflow: Overflow,
+    /// jq filter applied before shaping.
+    pub transform: Option<String>,
+    /// Suffix of the tool's description.
+    pub description_suffix: Option<String>,
+}
+
+impl Settings {
+    /// Reads and parses [`Settings::config_path`] into [`Settings::file`]; does nothing when no
+    /// path is set.
+    ///
+    /// # Errors
+    /// [`ConfigError::Read`] when the file cannot be read, [`ConfigError::Toml`] when it does
+    /// not parse.
+    pub fn load_config_file(&mut self) -> Result<(), ConfigError> {
+        let Some(path) = &self.config_path else {
+            return Ok(());
+        };
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        self.file = Some(ConfigFile::parse(&text, path)?);
+        Ok(())
+    }
+
+    /// [`Settings::load_config_file`] by value.
+    ///
+    /// # Errors
+    /// As [`Settings::load_config_file`].
+    pub fn with_file(mut self) -> Result<Settings, ConfigError> {
+        self.load_config_file()?;
+        Ok(self)
+    }
+
+    /// The rule in force for `tool` (see the module docs for the precedence).
+    pub fn rule_for(&self, tool: &str) -> EffectiveRule {
+        self.resolve(self.file.as_ref().and_then(|f| f.tools.get(tool)))
+    }
+
+    /// The proxy-wide rule (flags, env, `[defaults]`; no per-tool rule).
+    pub fn global_rule(&self) -> EffectiveRule {
+        self.resolve(None)
+    }
+
+    fn resolve(&self, rule: Option<&ToolRule>) -> EffectiveRule {
+        let empty_defaults = FileDefaults::default();
+        let defaults = self.file.as_ref().map_or(&empty_defaults, |f| &f.defaults);
+        let max_tokens = rule
+            .and_then(|r| r.max_tokens)
+            .or(self.max_tokens)
+            .or(defaults.max_tokens)
+            .unwrap_or(mcp_budget_core::DEFAULT_BUDGET_TOKENS)
+            .max(mcp_budget_core::MIN_BUDGET_TOKENS);
+        let precision = rule
+            .and_then(|r| r.precision)
+            .or(self.precision)
+            .or(defaults.precision)
+            .unwrap_or(mcp_budget_core::DEFAULT_PRECISION);
+        let overflow = rule
+            .and_then(|r| r.overflow)
+            .or(defaults.overflow)
+            .unwrap_or_default();
+        EffectiveRule {
+            max_tokens,
+            precision,
+            overflow,
+            transform: rule.and_then(|r| r.transform.clone()),
+            description_suffix: rule.and_then(|r| r.description_suffix.clone()),
+        }
+    }
+
+    /// The directory offloaded blobs go to.
+    pub fn blob_dir(&self) -> PathBuf {
+        self.blob_dir
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("mcp-budget-blobs"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"
+[defaults]
+max_tokens = 5000
+precision = 4
+overflow = "summary"
+
+[tools.big]
+max_tokens = 700
+transform = "del(.. | .duration_ns?)"
+description_suffix = "Paged."
+
+[tools.exact]
+precision = 0
+overflow = "page"
+"#;
+
+    fn with(file: &str, flag_tokens: Option<usize>, flag_precision: Option<u32>) -> Settings {
+        Settings {
+            max_tokens: flag_tokens,
+            precision: flag_precision,
+            file: Some(ConfigFile::parse(file, Path::new("t.toml")).unwrap()),
+            ..Settings::default()
+        }
+    }
+
+    #[test]
+    fn per_tool_rule_beats_flag_beats_file_defaults() {
+        let s = with(FILE, Some(9000), Some(7));
+        assert_eq!(s.rule_for("big").max_tokens, 700);
+        assert_eq!(s.rule_for("other").max_tokens, 9000);
+        assert_eq!(s.rule_for("big").precision, 7);
+        assert_eq!(s.rule_for("exact").precision, 0);
+        assert_eq!(s.rule_for("exact").overflow, Overflow::Page);
+        assert_eq!(s.rule_for("other").overflow, Overflow::Summary);
+    }
+
+    #[test]
+    fn file_defaults_beat_built_in_defaults() {
+        let s = with(FILE, None, None);
+        assert_eq!(s.rule_for("other").max_tokens, 5000);
+        assert_eq!(s.rule_for("other").precision, 4);
+        let bare = Settings::default();
+        assert_eq!(bare.rule_for("x").max_tokens, 10_000);
+        assert_eq!(bare.rule_for("x").precision, 9);
+        assert_eq!(bare.rule_for("x").overflow, Overflow::Page);
+    }
+
+    #[test]
+    fn budget_is_clamped_to_the_floor() {
+        let s = Settings {
+            max_tokens: Some(10),
+            ..Settings::default()
+        };
+        assert_eq!(
+            s.rule_for("x").max_tokens,
+            mcp_budget_core::MIN_BUDGET_TOKENS
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        let e = ConfigFile::parse("[defaults]\nmax_token = 3\n", Path::new("t.toml"));
+        assert!(matches!(e, Err(ConfigError::Toml { .. })), "{e:?}");
+        let e = ConfigFile::parse("[tools.x]\noverflow = \"cut\"\n", Path::new("t.toml"));
+        assert!(matches!(e, Err(ConfigError::Toml { .. })), "{e:?}");
+    }
+
+    #[test]
+    fn load_config_file_reads_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, FILE).unwrap();
+        let s = Settings {
+            config_path: Some(path),
+            ..Settings::default()
+        }
+        .with_file()
+        .unwrap();
+        assert_eq!(
+            s.rule_for("big").description_suffix.as_deref(),
+            Some("Paged.")
+        );
+        let missing = Settings {
+            config_path: Some(dir.path().join("nope.toml")),
+            ..Settings::default()
+        }
+        .with_file();
+        assert!(matches!(missing, Err(ConfigError::Read { .. })));
+    }
+}

@@ -1,0 +1,234 @@
+//! read_more and query_response: cache only, errors as isError results, clamped max_tokens.
+
+mod boundary_util;
+
+use std::time::Duration;
+
+use boundary_util::*;
+use mcp_budget_proxy::boundary::Boundary;
+use mcp_budget_proxy::config::Settings;
+use serde_json::{Value, json};
+
+fn paged(b: &Boundary) -> Value {
+    let out = b.shape_call_result("directory_tree", fixture("fs.call1.directory_tree.json"), 1);
+    meta(&out).expect("paged")
+}
+
+fn query(id: &str, q: &str) -> Value {
+    json!({"name": "query_response", "arguments": {"response_id": id, "query": q}})
+}
+
+#[test]
+fn bad_cursors_are_cursor_invalid_with_each_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(300, &dir);
+    let m = paged(&b);
+    let id = m["response_id"].as_str().unwrap();
+    let cases = [
+        (json!({"cursor": "nope"}), "malformed"),
+        (json!({"cursor": format!("{id}.x")}), "malformed"),
+        (json!({"cursor": id.to_uppercase() + ".1"}), "malformed"),
+        (json!({}), "malformed"),
+        (json!({"cursor": 5}), "malformed"),
+        (json!({"cursor": "0123456789ab.1"}), "unknown"),
+        (json!({"cursor": format!("{id}.999")}), "unknown"),
+    ];
+    for (args, reason) in cases {
+        let out = b
+            .answer_injected(&json!({"name": "read_more", "arguments": args}))
+            .unwrap();
+        let e = error_of(&out);
+        assert_eq!(e["error"], "cursor_invalid", "{args}");
+        assert_eq!(e["reason"], reason, "{args}");
+        assert!(e["hint"].as_str().unwrap().len() > 10);
+    }
+    let e = error_of(&b.answer_injected(&query("zz", ".")).unwrap());
+    assert_eq!(e["reason"], "malformed");
+    let e = error_of(&b.answer_injected(&query("0123456789ab", ".")).unwrap());
+    assert_eq!(e["reason"], "unknown");
+}
+
+#[test]
+fn expired_cursors_say_expired() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Boundary::new(Settings {
+        max_tokens: Some(300),
+        store_ttl: Duration::from_millis(20),
+        blob_dir: Some(dir.path().to_path_buf()),
+        ..Settings::default()
+    })
+    .unwrap();
+    let m = paged(&b);
+    std::thread::sleep(Duration::from_millis(100));
+    let out = b
+        .answer_injected(&read_more(m["next_cursor"].as_str().unwrap()))
+        .unwrap();
+    let e = error_of(&out);
+    assert_eq!(e["reason"], "expired");
+    let out = b
+        .answer_injected(&query(m["response_id"].as_str().unwrap(), "length"))
+        .unwrap();
+    assert_eq!(error_of(&out)["reason"], "expired");
+}
+
+#[test]
+fn store_bound_drops_least_recently_used_as_expired() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Boundary::new(Settings {
+        max_tokens: Some(300),
+        store_bytes: 20_000,
+        blob_dir: Some(dir.path().to_path_buf()),
+        ..Settings::default()
+    })
+    .unwrap();
+    let first = paged(&b); // ~12 kB compact
+    let rows: Vec<Value> = (0..1500).map(|i| json!({"i": i})).collect();
+    let r = json!({"content": [{"type": "text", "text": serde_json::to_string(&rows).unwrap()}]});
+    let second = meta(&b.shape_call_result("rows", r, 1)).unwrap();
+    let out = b
+        .answer_injected(&read_more(first["next_cursor"].as_str().unwrap()))
+        .unwrap();
+    assert_eq!(error_of(&out)["reason"], "expired");
+    let out = b
+        .answer_injected(&read_more(second["next_cursor"].as_str().unwrap()))
+        .unwrap();
+    assert!(out.get("isError").is_none());
+}
+
+#[test]
+fn query_response_selects_from_the_cached_response() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(300, &dir);
+    let m = paged(&b);
+    let id = m["response_id"].as_str().unwrap();
+    let out = b.answer_injected(&query(id, "length")).unwrap();
+    assert!(out.get("isError").is_none());
+    let top = fixture("fs.call1.directory_tree.json")["content"][0]["text"]
+        .as_str()
+        .map(|t| {
+            serde_json::from_str::<Value>(t)
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .len()
+        })
+        .unwrap();
+    assert_eq!(texts(&out), vec![top.to_string()]);
+    assert!(meta(&out).is_none());
+    // Several outputs become an array.
+    let out = b.answer_injected(&query(id, ".[].name")).unwrap();
+    let names: Value = serde_json::from_str(&texts(&out)[0]).unwrap();
+    assert_eq!(names[0], ".git");
+    // A single string output is plain text.
+    let out = b.answer_injected(&query(id, ".[0].name")).unwrap();
+    assert_eq!(texts(&out), vec![".git".to_owned()]);
+    // A big output is paged under its own response id, within the budget.
+    let out = b
+        .answer_injected(&query(
+            id,
+            "[.. | objects | select(.type == \"file\") | .name]",
+        ))
+        .unwrap();
+    let qm = meta(&out).expect("paged");
+    assert_ne!(qm["response_id"], m["response_id"]);
+    let pages = follow(&b, out, 300);
+    let mut all = Vec::new();
+    for (i, p) in pages.iter().enumerate() {
+        let v: Value = serde_json::from_str(&texts(p)[0]).unwrap();
+        assert!(v.is_array(), "page {i}");
+        all.extend(v.as_array().unwrap().iter().cloned());
+    }
+    assert!(all.len() > 100, "{}", all.len());
+    assert!(all.iter().all(Value::is_string));
+}
+
+#[test]
+fn query_response_on_text_sees_a_json_string() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(300, &dir);
+    let text: String = (0..2000).map(|i| format!("line {i}\n")).collect();
+    let out = b.shape_call_result(
+        "log",
+        json!({"content": [{"type": "text", "text": text}]}),
+        1,
+    );
+    let id = meta(&out).unwrap()["response_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = b
+        .answer_injected(&query(&id, "split(\"\\n\") | .[1500]"))
+        .unwrap();
+    assert_eq!(texts(&out), vec!["line 1500".to_owned()]);
+}
+
+#[test]
+fn jq_errors_are_is_error_results_with_the_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(300, &dir);
+    let m = paged(&b);
+    let id = m["response_id"].as_str().unwrap();
+    for (q, word) in [
+        (".[", "syntax"),
+        ("nosuch(1)", "nosuch"),
+        (".[0].name + 1", "runtime"),
+    ] {
+        let e = error_of(&b.answer_injected(&query(id, q)).unwrap());
+        assert_eq!(e["error"], "query_failed", "{q}");
+        assert!(e["message"].as_str().unwrap().contains(word), "{q}: {e}");
+    }
+    let out = b
+        .answer_injected(&json!({"name": "query_response", "arguments": {"response_id": id}}))
+        .unwrap();
+    assert_eq!(error_of(&out)["error"], "query_failed");
+}
+
+#[test]
+fn max_tokens_is_clamped_between_the_floor_and_the_ceiling() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(2000, &dir);
+    let rows: Vec<Value> = (0..3000)
+        .map(|i| json!({"id": i, "name": format!("item {i}")}))
+        .collect();
+    let r = json!({"content": [{"type": "text", "text": serde_json::to_string(&rows).unwrap()}]});
+    let out = b.shape_call_result("rows", r, 1);
+    let c = meta(&out).unwrap()["next_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let small = b
+        .answer_injected(&json!({"name": "read_more", "arguments": {"cursor": c, "max_tokens": 5}}))
+        .unwrap();
+    let t = visible_tokens(&small, false);
+    assert!(t <= 256 && t > 150, "clamped up to 256: {t}");
+    let big = b
+        .answer_injected(
+            &json!({"name": "read_more", "arguments": {"cursor": c, "max_tokens": 1_000_000}}),
+        )
+        .unwrap();
+    let t = visible_tokens(&big, false);
+    assert!(t <= 2000 && t > 1500, "clamped down to 2000: {t}");
+    // The small page's own cursor continues from where it ended, not from the big one.
+    let next = meta(&small).unwrap()["next_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(next, meta(&big).unwrap()["next_cursor"].as_str().unwrap());
+    assert!(
+        b.answer_injected(&read_more(&next))
+            .unwrap()
+            .get("isError")
+            .is_none()
+    );
+}
+
+#[test]
+fn other_tools_are_not_answered_locally() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(300, &dir);
+    assert!(
+        b.answer_injected(&json!({"name": "directory_tree", "arguments": {}}))
+            .is_none()
+    );
+    assert!(b.answer_injected(&json!({})).is_none());
+}

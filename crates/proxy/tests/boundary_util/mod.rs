@@ -1,0 +1,94 @@
+//! Helpers shared by the `boundary_*` integration tests.
+#![allow(dead_code)]
+
+use mcp_budget_core::tokens::Encoding;
+use mcp_budget_proxy::boundary::Boundary;
+use mcp_budget_proxy::config::Settings;
+use serde_json::{Value, json};
+
+/// The `result` of a recorded JSON-RPC response in `tests/data`.
+pub fn fixture(name: &str) -> Value {
+    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    v["result"].take()
+}
+
+/// A boundary with `max_tokens` and blobs going to a fresh temp dir (kept alive by the caller).
+pub fn boundary(max_tokens: usize, blobs: &tempfile::TempDir) -> Boundary {
+    Boundary::new(Settings {
+        max_tokens: Some(max_tokens),
+        blob_dir: Some(blobs.path().join("blobs")),
+        ..Settings::default()
+    })
+    .unwrap()
+}
+
+/// The `text` of every text content item.
+pub fn texts(result: &Value) -> Vec<String> {
+    result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "text")
+        .map(|i| i["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Model-visible tokens of a result, counted independently of the proxy: the sum of the
+/// cl100k_base counts of its text items, minus the banner (first item) when `banner`.
+pub fn visible_tokens(result: &Value, banner: bool) -> usize {
+    let t = texts(result);
+    let skip = usize::from(banner);
+    t.iter()
+        .skip(skip)
+        .map(|s| Encoding::Cl100kBase.count(s))
+        .sum()
+}
+
+/// The meta item (last content item) parsed, when it is one.
+pub fn meta(result: &Value) -> Option<Value> {
+    let last = texts(result).pop()?;
+    let v: Value = serde_json::from_str(&last).ok()?;
+    (v.get("truncated") == Some(&json!(true))).then_some(v)
+}
+
+/// A `tools/call` params of `read_more`.
+pub fn read_more(cursor: &str) -> Value {
+    json!({"name": "read_more", "arguments": {"cursor": cursor}})
+}
+
+/// Follows `next_cursor` from `first` to the last page; returns every page (first included).
+/// Asserts the budget on each page.
+pub fn follow(b: &Boundary, first: Value, budget: usize) -> Vec<Value> {
+    let mut pages = vec![first];
+    for _ in 0..10_000 {
+        let last = pages.last().unwrap();
+        let counts: Vec<usize> = texts(last)
+            .iter()
+            .map(|s| Encoding::Cl100kBase.count(s))
+            .collect();
+        assert!(
+            counts.iter().sum::<usize>() <= budget,
+            "page {} over budget {budget}: {counts:?} {:?}",
+            pages.len(),
+            meta(last)
+        );
+        let Some(m) = meta(last) else { break };
+        let Some(c) = m.get("next_cursor").and_then(Value::as_str) else {
+            break;
+        };
+        let next = b
+            .answer_injected(&read_more(c))
+            .expect("read_more is injected");
+        assert!(next.get("isError").is_none(), "{next}");
+        pages.push(next);
+    }
+    pages
+}
+
+/// The isError result's error JSON.
+pub fn error_of(result: &Value) -> Value {
+    assert_eq!(result["isError"], true, "{result}");
+    serde_json::from_str(&texts(result).pop().unwrap()).unwrap()
+}
