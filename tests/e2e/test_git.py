@@ -33,9 +33,11 @@ async def test_git_log_of_1000_commits(data, report, mode):
     report("git", f"git_log max_count=1000 ({version})", direct, pages)
 
 
-async def test_git_diff_across_1200_commits(data, report):
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_git_diff_across_1200_commits(data, report, mode):
     args = {"repo_path": str(data.repo), "target": "HEAD~1199"}
-    direct, pages, version = await _compare(data, "git_diff", args, "auto")
-    assert version == "2026-07-28"
+    direct, pages, version = await _compare(data, "git_diff", args, mode)
+    assert version == ("2026-07-28" if mode == "auto" else "2025-11-25")
+    assert "diff --git" in body_of(direct)[:100]
     assert len(pages) > 1
     report("git", f"git_diff HEAD~1199 ({version})", direct, pages)
