@@ -20,18 +20,20 @@
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use mcp_budget_bench::backends::{Backend, Implementation, Vocab};
+use mcp_budget_bench::mean_secs;
 use serde_json::Value;
 
 const PROBE: &str = env!("CARGO_BIN_EXE_tokenizer_probe");
 const FIXTURE: &str = include_str!("../../core/tests/data/directory_tree.pretty.json");
 const MB: usize = 1_000_000;
 const PATHOLOGICAL: usize = 1_600_000;
+/// Benchmark name of the `tiktoken` crate counting in a fresh thread (cold piece cache).
+const TIKTOKEN_COLD: &str = "tiktoken-cold";
 
 /// The inputs timed by criterion: (name, text).
 fn inputs() -> Vec<(&'static str, String)> {
@@ -87,6 +89,22 @@ fn main() {
                     text.len(),
                 ));
             }
+            // The `tiktoken` crate memoises pieces in a thread-local cache that survives from
+            // one iteration to the next; a fresh thread per count starts it cold, as a proxy
+            // counting a new tool result would (thread spawn adds ~20-50 µs).
+            let b = Backend {
+                implementation: Implementation::Tiktoken,
+                vocab,
+            };
+            group.bench_with_input(BenchmarkId::new(TIKTOKEN_COLD, name), text, |bench, t| {
+                bench.iter(|| std::thread::scope(|s| s.spawn(|| b.count(black_box(t))).join()))
+            });
+            ran.push((
+                format!("tokenizers-{}", vocab.name()),
+                TIKTOKEN_COLD.to_owned(),
+                (*name).to_owned(),
+                text.len(),
+            ));
         }
         for (input, label) in [("letter-a", "a-x-1.6MB"), ("spaces", "spaces-1.6MB")] {
             let text = mcp_budget_bench::input(input, PATHOLOGICAL).unwrap_or_default();
@@ -263,33 +281,6 @@ fn pathological() -> Vec<(Backend, &'static str)> {
     ok
 }
 
-/// Criterion's output folder: `<target>/criterion`, found from this executable's path
-/// (`<target>/release/deps/tokenizers-…`), unless `CRITERION_HOME` says otherwise.
-fn criterion_home() -> Option<PathBuf> {
-    if let Some(home) = std::env::var_os("CRITERION_HOME") {
-        return Some(PathBuf::from(home));
-    }
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
-        return Some(PathBuf::from(dir).join("criterion"));
-    }
-    let exe = std::env::current_exe().ok()?;
-    Some(exe.parent()?.parent()?.parent()?.join("criterion"))
-}
-
-/// Mean time per iteration in seconds of one benchmark, from criterion's `estimates.json`.
-fn mean_secs(group: &str, function: &str, parameter: &str) -> Option<f64> {
-    let dir = criterion_home()?
-        .join(group)
-        .join(function)
-        .join(parameter)
-        .join("new");
-    let text = std::fs::read_to_string(dir.join("estimates.json")).ok()?;
-    let v: Value = serde_json::from_str(&text).ok()?;
-    v.pointer("/mean/point_estimate")?
-        .as_f64()
-        .map(|ns| ns / 1e9)
-}
-
 /// Prints MB/s per backend and the ratio to bpe-openai (higher is faster).
 fn throughput_table(ran: &[(String, String, String, usize)]) {
     // (group, input) -> implementation -> MB/s
@@ -305,25 +296,28 @@ fn throughput_table(ran: &[(String, String, String, usize)]) {
     }
     println!("\n## Throughput (MB/s, mean of criterion samples; ratio = bpe-openai / other)\n");
     println!(
-        "| encoding | input | bytes | bpe-openai | tiktoken-rs | tiktoken | bpe-openai ÷ tiktoken-rs | bpe-openai ÷ tiktoken |"
+        "| encoding | input | bytes | bpe-openai | tiktoken-rs | tiktoken | tiktoken cold | bpe-openai ÷ tiktoken-rs | bpe-openai ÷ tiktoken | bpe-openai ÷ tiktoken cold |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for ((group, input), by_impl) in &rows {
         let get = |i: Implementation| by_impl.get(i.name()).copied();
+        let cold = by_impl.get(TIKTOKEN_COLD).copied();
         let fmt = |x: Option<f64>| x.map_or("—".to_owned(), |v| format!("{v:.1}"));
         let ratio = |other: Option<f64>| match (get(Implementation::BpeOpenai), other) {
             (Some(a), Some(b)) => format!("{:.2}×", a / b),
             _ => "—".to_owned(),
         };
         println!(
-            "| {} | {input} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {input} | {} | {} | {} | {} | {} | {} | {} | {} |",
             group.trim_start_matches("tokenizers-"),
             sizes.get(input).copied().unwrap_or(0),
             fmt(get(Implementation::BpeOpenai)),
             fmt(get(Implementation::TiktokenRs)),
             fmt(get(Implementation::Tiktoken)),
+            fmt(cold),
             ratio(get(Implementation::TiktokenRs)),
             ratio(get(Implementation::Tiktoken)),
+            ratio(cold),
         );
     }
 }

@@ -19,6 +19,37 @@
 pub mod backends;
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// Criterion's output folder: `CRITERION_HOME`, else `$CARGO_TARGET_DIR/criterion`, else
+/// `<target>/criterion` found from the running bench executable's path
+/// (`<target>/release/deps/<bench>-<hash>`).
+pub fn criterion_home() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return Some(PathBuf::from(home));
+    }
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        return Some(PathBuf::from(dir).join("criterion"));
+    }
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.parent()?.join("criterion"))
+}
+
+/// Mean time per iteration in **seconds** of the benchmark `group/function/parameter`, from
+/// the `estimates.json` criterion wrote for its latest run; `None` if there is none.
+pub fn mean_secs(group: &str, function: &str, parameter: &str) -> Option<f64> {
+    let file = criterion_home()?
+        .join(group)
+        .join(function)
+        .join(parameter)
+        .join("new")
+        .join("estimates.json");
+    let text = std::fs::read_to_string(file).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.pointer("/mean/point_estimate")?
+        .as_f64()
+        .map(|ns| ns / 1e9)
+}
 
 /// A deterministic pseudo-random source (SplitMix64). Not for anything but test inputs.
 #[derive(Debug, Clone)]

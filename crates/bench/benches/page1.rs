@@ -1,0 +1,192 @@
+//! Time to produce page 1 of a big tool result, against the cost of parsing it once.
+//!
+//! ```text
+//! cargo bench -p mcp-budget-bench --bench page1 -- --warm-up-time 1 --measurement-time 3
+//! ```
+//!
+//! Inputs (deterministic, from `mcp_budget_bench`): a 12 MB `directory_tree` (pretty JSON, a
+//! top-level array of five entries, one huge), a 5 MB array of rows with 17-digit floats, and a
+//! 2 MB `git log --stat` text. Budget 10,000 tokens (cl100k_base), precision 9, a meta item
+//! rendered by a closure as the proxy would (`wire::Meta`).
+//!
+//! Per input, group `page1`:
+//! - `baseline`: one `serde_json::from_slice::<Value>` of the bytes (for the text:
+//!   `String::from_utf8(bytes.to_vec())`);
+//! - `parse+page1`: the baseline plus `Pager::page` at `Position::start()`: what the proxy
+//!   pays before it can answer;
+//! - `page1-only`: `Pager::page` on an already parsed document.
+//!
+//! Group `compact` (5 MB rows, parsed once): `serde_json::to_string` vs
+//! `compact::to_string(value, 9)` (rounding) and `compact::to_string(value, 0)` (exact).
+//!
+//! The summary table at the end gives the ratios `parse+page1 / baseline` (target ≤ 1.5 for
+//! over-budget inputs of 1–12 MB, issue 2 §6) and `compact / serde_json`.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput};
+use mcp_budget_bench::mean_secs;
+use mcp_budget_core::compact;
+use mcp_budget_core::paginate::{Document, PageInfo, Pager, Position};
+use mcp_budget_core::tokens::Encoding;
+use mcp_budget_core::wire::{Meta, TRUNCATION_TOKEN_BUDGET};
+use serde_json::Value;
+
+const BUDGET: usize = 10_000;
+const PRECISION: u32 = 9;
+const MB: usize = 1_000_000;
+
+/// The meta item the proxy would attach: compact JSON of `wire::Meta`.
+fn render_meta(info: &PageInfo<'_>) -> String {
+    let meta = Meta {
+        truncated: true,
+        truncation_reason: TRUNCATION_TOKEN_BUDGET.to_owned(),
+        response_id: "3fa9c2e1b07d".to_owned(),
+        next_cursor: info.has_next.then(|| "3fa9c2e1b07d.1".to_owned()),
+        shown: info.shown.to_owned(),
+        next_start_line: info.next_start_line,
+        total_tokens: 3_141_592,
+        hint: "More: read_more {\"cursor\":\"3fa9c2e1b07d.1\"}. Select: query_response {\"response_id\":\"3fa9c2e1b07d\",\"query\":\"<jq>\"}.".to_owned(),
+    };
+    serde_json::to_string(&meta).unwrap_or_default()
+}
+
+enum Kind {
+    Json,
+    Text,
+}
+
+fn parse(kind: &Kind, bytes: &[u8]) -> Option<Document> {
+    match kind {
+        Kind::Json => serde_json::from_slice::<Value>(bytes)
+            .ok()
+            .map(Document::Json),
+        Kind::Text => String::from_utf8(bytes.to_vec()).ok().map(Document::Text),
+    }
+}
+
+fn page1(pager: &Pager, doc: &Document) -> usize {
+    match pager.page(doc, &Position::start(), &mut |info| render_meta(info)) {
+        Ok(page) => page.body.len(),
+        Err(_) => 0,
+    }
+}
+
+fn main() {
+    let inputs: Vec<(&str, Kind, Vec<u8>)> = vec![
+        (
+            "dirtree-12MB",
+            Kind::Json,
+            mcp_budget_bench::directory_tree(12 * MB).into_bytes(),
+        ),
+        (
+            "rows-5MB",
+            Kind::Json,
+            mcp_budget_bench::float_rows(5 * MB).into_bytes(),
+        ),
+        (
+            "gitlog-2MB",
+            Kind::Text,
+            mcp_budget_bench::git_log(2 * MB).into_bytes(),
+        ),
+    ];
+    let pager = Pager::new(Encoding::Cl100kBase, BUDGET, PRECISION);
+
+    // What page 1 looks like, so a regression in the pager shows here before in the numbers.
+    println!("\n## Page 1 of each input (budget {BUDGET} tokens, cl100k_base)\n");
+    println!("| input | bytes | page 1 bytes | page 1 tokens (body+meta) | shown | has next |");
+    println!("|---|---:|---:|---:|---|---|");
+    for (name, kind, bytes) in &inputs {
+        let Some(doc) = parse(kind, bytes) else {
+            println!("| {name} | {} | (does not parse) | | | |", bytes.len());
+            continue;
+        };
+        match pager.page(&doc, &Position::start(), &mut |info| render_meta(info)) {
+            Ok(p) => println!(
+                "| {name} | {} | {} | {} | `{}` | {} |",
+                bytes.len(),
+                p.body.len(),
+                p.tokens,
+                p.shown,
+                p.next.is_some()
+            ),
+            Err(e) => println!("| {name} | {} | error: {e} | | | |", bytes.len()),
+        }
+    }
+
+    let mut c = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .configure_from_args();
+
+    let mut group = c.benchmark_group("page1");
+    for (name, kind, bytes) in &inputs {
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        group.bench_with_input(BenchmarkId::new("baseline", name), bytes, |b, bytes| {
+            b.iter(|| parse(kind, black_box(bytes)).is_some())
+        });
+        group.bench_with_input(BenchmarkId::new("parse+page1", name), bytes, |b, bytes| {
+            b.iter(|| parse(kind, black_box(bytes)).map(|doc| page1(&pager, &doc)))
+        });
+        if let Some(doc) = parse(kind, bytes) {
+            group.bench_with_input(BenchmarkId::new("page1-only", name), &doc, |b, doc| {
+                b.iter(|| page1(&pager, black_box(doc)))
+            });
+        }
+    }
+    group.finish();
+
+    let rows_bytes = &inputs[1].2;
+    let rows: Value = serde_json::from_slice(rows_bytes).unwrap_or(Value::Null);
+    let mut group = c.benchmark_group("compact");
+    group.throughput(Throughput::Bytes(rows_bytes.len() as u64));
+    group.bench_with_input(
+        BenchmarkId::new("serde_json-to_string", "rows-5MB"),
+        &rows,
+        |b, v| b.iter(|| serde_json::to_string(black_box(v)).map(|s| s.len())),
+    );
+    for precision in [9, 0] {
+        group.bench_with_input(
+            BenchmarkId::new(format!("compact-p{precision}"), "rows-5MB"),
+            &rows,
+            |b, v| b.iter(|| compact::to_string(black_box(v), precision).len()),
+        );
+    }
+    group.finish();
+    c.final_summary();
+
+    println!("\n## Page 1 vs one parse (mean times; target parse+page1 / baseline ≤ 1.5)\n");
+    println!(
+        "| input | baseline (ms) | parse+page1 (ms) | page1-only (ms) | parse+page1 ÷ baseline |"
+    );
+    println!("|---|---:|---:|---:|---:|");
+    for (name, _, _) in &inputs {
+        let t = |f: &str| mean_secs("page1", f, name);
+        let ms = |x: Option<f64>| x.map_or("—".to_owned(), |s| format!("{:.1}", s * 1e3));
+        let ratio = match (t("parse+page1"), t("baseline")) {
+            (Some(a), Some(b)) => format!("{:.2}×", a / b),
+            _ => "—".to_owned(),
+        };
+        println!(
+            "| {name} | {} | {} | {} | {ratio} |",
+            ms(t("baseline")),
+            ms(t("parse+page1")),
+            ms(t("page1-only"))
+        );
+    }
+    let base = mean_secs("compact", "serde_json-to_string", "rows-5MB");
+    println!("\n## Compact serializer on rows-5MB (mean times)\n");
+    println!("| serializer | ms | ÷ serde_json::to_string |");
+    println!("|---|---:|---:|");
+    for f in ["serde_json-to_string", "compact-p9", "compact-p0"] {
+        let t = mean_secs("compact", f, "rows-5MB");
+        let ms = t.map_or("—".to_owned(), |s| format!("{:.1}", s * 1e3));
+        let ratio = match (t, base) {
+            (Some(a), Some(b)) => format!("{:.2}×", a / b),
+            _ => "—".to_owned(),
+        };
+        println!("| {f} | {ms} | {ratio} |");
+    }
+}
