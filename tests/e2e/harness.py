@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -317,3 +318,38 @@ def assert_same(direct_text: str, pages: list[dict]) -> None:
             )
     else:
         assert rounded(got) == want, "reassembled JSON differs from the compacted direct result"
+
+
+def payload(item):
+    if item["type"] in ("image", "audio"):
+        return item["data"]
+    if item["type"] == "resource" and "blob" in item["resource"]:
+        return item["resource"]["blob"]
+    return None
+
+
+def assert_blobs_kept(direct, shaped):
+    """Each base64 item of `direct` is in `shaped` unchanged, or written to the file a text
+    item names (`{"offloaded":…,"path":…}`) with the same bytes."""
+    offloaded = {}
+    for t in text_items(shaped):
+        try:
+            d = json.loads(t)
+        except ValueError:
+            continue
+        if isinstance(d, dict) and "offloaded" in d:
+            offloaded[Path(d["path"]).read_bytes()] = d
+    found = 0
+    for item in direct["content"]:
+        data = payload(item)
+        if data is None:
+            continue
+        found += 1
+        raw = base64.b64decode(data)
+        if item in shaped["content"]:
+            continue
+        assert raw in offloaded, f"{item['type']} item neither kept nor offloaded to a file"
+        assert offloaded[raw]["bytes"] == len(raw)
+        if item["type"] == "image":
+            assert offloaded[raw].get("width") and offloaded[raw].get("height")
+    assert found, "the direct result carries a base64 item"

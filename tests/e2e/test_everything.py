@@ -4,11 +4,10 @@ structuredContent with an outputSchema, resource links, and progress notificatio
 import base64
 import gzip
 import json
-from pathlib import Path
 
 import pytest
 
-from harness import NODE_BIN, read_all, session, text_items, visible_tokens, wire
+from harness import NODE_BIN, assert_blobs_kept, payload, read_all, session, text_items, visible_tokens, wire
 
 pytestmark = pytest.mark.anyio
 EVERYTHING = str(NODE_BIN / "mcp-server-everything")
@@ -24,45 +23,10 @@ async def _both(tool, args):
     return direct, pages
 
 
-def _payload(item):
-    if item["type"] in ("image", "audio"):
-        return item["data"]
-    if item["type"] == "resource" and "blob" in item["resource"]:
-        return item["resource"]["blob"]
-    return None
-
-
-def _assert_blobs_kept(direct, shaped):
-    """Each base64 item of `direct` is in `shaped` unchanged, or written to the file a text
-    item names (`{"offloaded":…,"path":…}`) with the same bytes."""
-    offloaded = {}
-    for t in text_items(shaped):
-        try:
-            d = json.loads(t)
-        except ValueError:
-            continue
-        if isinstance(d, dict) and "offloaded" in d:
-            offloaded[Path(d["path"]).read_bytes()] = d
-    found = 0
-    for item in direct["content"]:
-        payload = _payload(item)
-        if payload is None:
-            continue
-        found += 1
-        raw = base64.b64decode(payload)
-        if item in shaped["content"]:
-            continue
-        assert raw in offloaded, f"{item['type']} item neither kept nor offloaded to a file"
-        assert offloaded[raw]["bytes"] == len(raw)
-        if item["type"] == "image":
-            assert offloaded[raw].get("width") and offloaded[raw].get("height")
-    assert found, "the direct result carries a base64 item"
-
-
 async def test_get_tiny_image(report):
     direct, pages = await _both("get-tiny-image", {})
     assert len(pages) == 1
-    _assert_blobs_kept(direct, pages[0])
+    assert_blobs_kept(direct, pages[0])
     report("everything", "get-tiny-image", direct, pages, "image: base64 tokens not model-visible")
 
 
@@ -72,8 +36,8 @@ async def test_gzip_file_as_resource(report):
     args = {"name": "big.txt.gz", "data": uri, "outputType": "resource"}
     direct, pages = await _both("gzip-file-as-resource", args)
     assert len(pages) == 1
-    _assert_blobs_kept(direct, pages[0])
-    blob = next(_payload(i) for i in direct["content"] if _payload(i))
+    assert_blobs_kept(direct, pages[0])
+    blob = next(payload(i) for i in direct["content"] if payload(i))
     assert gzip.decompress(base64.b64decode(blob)).decode() == text
     report("everything", "gzip-file-as-resource", direct, pages, "resource blob")
 

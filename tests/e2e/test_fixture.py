@@ -1,9 +1,13 @@
 """mcp-budget's own fixture server (`mcp-budget fixture-server`) behind the proxy, with the
 Python SDK's client: big tools, roots/list and progress round trips, and 2026-07-28."""
 
+import base64
+import json
+from pathlib import Path
+
 import pytest
 
-from harness import BIN, assert_same, body_of, read_all, session, wire
+from harness import BIN, assert_blobs_kept, assert_same, body_of, read_all, session, text_items, wire
 
 pytestmark = pytest.mark.anyio
 FIXTURE = str(BIN)
@@ -53,3 +57,20 @@ async def test_stateless_2026_07_28_through_the_proxy():
         pages = await read_all(c, first)
     assert len(pages) > 1
     assert_same(body_of(direct), pages)
+
+
+@pytest.mark.parametrize("tool", ["image", "resource_blob", "base64_in_json"])
+async def test_blobs_go_to_files_with_the_same_bytes(tool):
+    async with session(FIXTURE, ["fixture-server"], proxy=False, mode="legacy") as c:
+        direct = wire(await c.call_tool(tool, {}))
+    async with session(FIXTURE, ["fixture-server"], proxy=True, mode="legacy") as c:
+        shaped = wire(await c.call_tool(tool, {}))
+    if tool == "base64_in_json":
+        doc = json.loads(body_of(shaped))
+        assert doc["data"]["offloaded"] and doc["data"]["bytes"] == 49_152
+        assert Path(doc["data"]["path"]).read_bytes() == base64.b64decode(json.loads(body_of(direct))["data"])
+    else:
+        assert_blobs_kept(direct, shaped)
+    if tool == "image":
+        described = [json.loads(t) for t in text_items(shaped) if t.startswith("{")]
+        assert any((d.get("width"), d.get("height")) == (64, 48) for d in described), described
