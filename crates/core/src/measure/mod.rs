@@ -126,17 +126,19 @@ pub fn measure(text: &str, expect_json: bool, options: &Options) -> Result<Repor
     let report = match input::classify(text, expect_json)? {
         Input::Text { raw } => {
             let size = vec![counter.size_row("text", &raw)];
+            let raw_counts = [size[0].tokens.clone()];
             let segs = [Segment { raw, value: None }];
             Report {
                 kind: Kind::Text,
                 size,
-                what_ifs: whatif::what_ifs(&counter, &segs, "text"),
+                what_ifs: whatif::what_ifs(&counter, &segs, &raw_counts, "text"),
                 field_share: None,
                 tools: None,
             }
         }
         Input::Json { raw, value } => {
             let size = vec![counter.size_row("document", &raw)];
+            let raw_counts = [size[0].tokens.clone()];
             let field_share = fields::field_share(&counter, &[&value], "document", options.top);
             let segs = [Segment {
                 raw,
@@ -145,13 +147,14 @@ pub fn measure(text: &str, expect_json: bool, options: &Options) -> Result<Repor
             Report {
                 kind: Kind::Json,
                 size,
-                what_ifs: whatif::what_ifs(&counter, &segs, "document"),
+                what_ifs: whatif::what_ifs(&counter, &segs, &raw_counts, "document"),
                 field_share,
                 tools: None,
             }
         }
         Input::ToolsList { line, value } => {
             let size = vec![counter.size_row("line", &line)];
+            let raw_counts = [size[0].tokens.clone()];
             let field_share = fields::field_share(&counter, &[&value], "line", options.top);
             let tools = match input::result_of(&value).get("tools") {
                 Some(Value::Array(t)) => Some(tools::tools_cost(&counter, t)),
@@ -164,7 +167,7 @@ pub fn measure(text: &str, expect_json: bool, options: &Options) -> Result<Repor
             Report {
                 kind: Kind::ToolsList,
                 size,
-                what_ifs: whatif::what_ifs(&counter, &segs, "line"),
+                what_ifs: whatif::what_ifs(&counter, &segs, &raw_counts, "line"),
                 field_share,
                 tools,
             }
@@ -188,13 +191,9 @@ fn measure_call(
     let (bytes, chars) = items.iter().fold((0, 0), |(b, c), s| {
         (b + s.raw.len(), c + s.raw.chars().count())
     });
-    let tokens = counter.sum(
-        items
-            .iter()
-            .map(|s| counter.count(&s.raw))
-            .collect::<Vec<_>>()
-            .iter(),
-    );
+    let item_counts: Vec<PerEncoding<usize>> =
+        items.iter().map(|s| counter.count(&s.raw)).collect();
+    let tokens = counter.sum(item_counts.iter());
     size.push(size_row_from(
         "text_items",
         bytes,
@@ -206,7 +205,7 @@ fn measure_call(
         size.push(counter.size_row("structured_content", &compact::to_string(sc, 0)));
     }
 
-    let mut what_ifs = whatif::what_ifs(counter, &items, "text_items");
+    let mut what_ifs = whatif::what_ifs(counter, &items, &item_counts, "text_items");
     if structured.is_some_and(|sc| whatif::is_twin(sc, &items)) {
         let mut without = value.clone();
         let target = match without.get_mut("result") {

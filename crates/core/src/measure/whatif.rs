@@ -18,8 +18,14 @@ use crate::compact;
 pub(crate) const FLOAT_PRECISIONS: [u32; 4] = [4, 6, 9, 12];
 
 /// The what-ifs that apply to `segments`, in the fixed order: compact, floats (4, 6, 9, 12),
-/// uuid_prefix, table.
-pub(crate) fn what_ifs(counter: &Counter<'_>, segments: &[Segment], part: &str) -> Vec<WhatIf> {
+/// uuid_prefix, table. `raw_counts[i]` are the tokens of `segments[i].raw` (the caller has
+/// them from the size row; each full text is tokenized once).
+pub(crate) fn what_ifs(
+    counter: &Counter<'_>,
+    segments: &[Segment],
+    raw_counts: &[PerEncoding<usize>],
+    part: &str,
+) -> Vec<WhatIf> {
     let mut out = Vec::new();
     // The compact form of each segment, computed once and shared by every what-if.
     let compact_texts: Vec<Option<String>> = segments
@@ -32,8 +38,12 @@ pub(crate) fn what_ifs(counter: &Counter<'_>, segments: &[Segment], part: &str) 
             None => &segments[i].raw,
         }
     };
+    // A text already compact (or not JSON) is its own baseline: no second tokenization.
     let base_counts: Vec<PerEncoding<usize>> = (0..segments.len())
-        .map(|i| counter.count(base_text(i)))
+        .map(|i| match raw_counts.get(i) {
+            Some(c) if base_text(i) == segments[i].raw => c.clone(),
+            _ => counter.count(base_text(i)),
+        })
         .collect();
     let base = counter.sum(base_counts.iter());
 
@@ -45,13 +55,7 @@ pub(crate) fn what_ifs(counter: &Counter<'_>, segments: &[Segment], part: &str) 
         })
         .count();
     if compacted > 0 {
-        let before = counter.sum(
-            segments
-                .iter()
-                .map(|s| counter.count(&s.raw))
-                .collect::<Vec<_>>()
-                .iter(),
-        );
+        let before = counter.sum(raw_counts.iter());
         out.push(make(
             "compact",
             None,
