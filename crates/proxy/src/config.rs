@@ -46,9 +46,9 @@ pub const DEFAULT_STORE_BYTES: usize = 256 * 1024 * 1024;
 /// The built-in time a cached response stays readable after its last use: one hour.
 pub const DEFAULT_STORE_TTL: Duration = Duration::from_secs(3600);
 
-/// The built-in blob threshold: base64 payloads of at least 4096 bytes (encoded length) are
-/// written to a file.
-pub const DEFAULT_BLOB_THRESHOLD: usize = 4096;
+/// The built-in blob threshold: base64 payloads and `data:` URIs that decode to more than
+/// 1024 bytes are written to a file ([`mcp_budget_core::blob::DEFAULT_BLOB_THRESHOLD_BYTES`]).
+pub const DEFAULT_BLOB_THRESHOLD: usize = mcp_budget_core::blob::DEFAULT_BLOB_THRESHOLD_BYTES;
 
 /// What an over-budget result turns into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -183,8 +183,8 @@ pub struct Settings {
     /// How long a cached response stays readable after its last use. Default
     /// [`DEFAULT_STORE_TTL`] (1 h).
     pub store_ttl: Duration,
-    /// Encoded length in bytes from which a base64 payload is offloaded to a file. Default
-    /// [`DEFAULT_BLOB_THRESHOLD`] (4096).
+    /// Decoded size in bytes above which a base64 payload is offloaded to a file. Default
+    /// [`DEFAULT_BLOB_THRESHOLD`] (1024).
     pub blob_threshold: usize,
     /// Directory of offloaded blobs. Default `mcp-budget-blobs` in the system temp dir.
     pub blob_dir: Option<PathBuf>,

@@ -1,26 +1,26 @@
 //! Offloading base64 blobs to files (DESIGN.md: "Base64 blobs … are written to a file and
 //! replaced by a small description").
 //!
-//! What is offloaded, when its encoded length is at least the threshold
-//! ([`crate::config::Settings::blob_threshold`], bytes):
+//! What is offloaded, when it decodes to more than the threshold
+//! ([`crate::config::Settings::blob_threshold`], decoded bytes):
 //! - the `data` of an `image` or `audio` content item: the item becomes a `text` item whose
 //!   text is the [`BlobOffload`] description (the image is no longer shown inline; its file is);
 //! - the `blob` of an embedded `resource` item: the same;
-//! - a JSON string inside a JSON `text` item that is a `data:<mime>;base64,<payload>` URI or is
-//!   wholly canonical base64: the string becomes the description object.
+//! - a JSON string inside a JSON `text` item that is a `data:` URI or wholly base64, by the
+//!   rules of [`mcp_budget_core::blob`] (prose, hex ids, UUIDs are not blobs): the string
+//!   becomes the description object; a `text` item that is wholly such a string likewise.
 //!
 //! Files go to one directory (default `$TMPDIR/mcp-budget-blobs`, mode 0700) and are named by
 //! the SHA-256 of the decoded bytes plus an extension from the MIME type, mode 0600. Writing
-//! the same bytes twice reuses the file. The file holds the decoded bytes, so the original
-//! base64 is recovered exactly by encoding it again (only canonical base64 is offloaded).
-//! Any I/O failure leaves the blob inline: shaping never fails because of the disk.
+//! the same bytes twice reuses the file. Pixel sizes come from the `imagesize` crate. Any
+//! I/O failure leaves the blob inline: shaping never fails, and never loses data, because of
+//! the disk.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
+use mcp_budget_core::blob::{self, PathStep};
 use mcp_budget_core::wire::BlobOffload;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -33,11 +33,9 @@ pub(crate) struct BlobSink {
 }
 
 impl BlobSink {
+    /// Blobs that decode to more than `threshold` bytes go to files in `dir`.
     pub(crate) fn new(dir: PathBuf, threshold: usize) -> BlobSink {
-        BlobSink {
-            dir,
-            threshold: threshold.max(1),
-        }
+        BlobSink { dir, threshold }
     }
 
     /// The description of an `image`/`audio`/`resource` content item whose payload was written
@@ -61,58 +59,48 @@ impl BlobSink {
             }
             _ => return None,
         };
-        if payload.len() < self.threshold {
+        if payload.len() <= self.threshold {
             return None;
         }
-        let bytes = decode_canonical(payload)?;
-        self.write(kind, mime, &bytes)
+        let decoded = blob::decode(payload).ok()?;
+        if decoded.bytes.len() <= self.threshold {
+            return None;
+        }
+        let mime = mime.map(str::to_owned).unwrap_or_else(|| decoded.mime());
+        self.write(kind, &mime, &decoded.bytes)
     }
 
-    /// Replaces every base64 or `data:` string of at least the threshold inside `value` by its
-    /// description object. Returns how many were replaced.
+    /// Replaces every blob string inside `value` (see the module docs) by its description
+    /// object. Returns how many were replaced.
     pub(crate) fn offload_in_value(&self, value: &mut Value) -> usize {
-        match value {
-            Value::String(s) => {
-                if s.len() < self.threshold {
-                    return 0;
-                }
-                match self.offload_str(s) {
-                    Some(desc) => {
-                        *value = serde_json::to_value(desc).unwrap_or(Value::Null);
-                        1
-                    }
-                    None => 0,
-                }
-            }
-            Value::Array(a) => a.iter_mut().map(|v| self.offload_in_value(v)).sum(),
-            Value::Object(o) => o.values_mut().map(|v| self.offload_in_value(v)).sum(),
-            _ => 0,
+        let mut n = 0;
+        for found in blob::find_blobs(value, self.threshold) {
+            let Some(slot) = at_path(value, &found.path) else {
+                continue;
+            };
+            let Some(desc) = slot.as_str().and_then(|s| self.offload_str(s)) else {
+                continue;
+            };
+            *slot = serde_json::to_value(desc).unwrap_or(Value::Null);
+            n += 1;
         }
+        n
     }
 
-    /// The description of a string that is a base64 blob or a base64 `data:` URI, once
-    /// written; `None` when it is neither or shorter than the threshold.
+    /// The description of a string that is a blob (a `data:` URI or wholly base64, decoding
+    /// to more than the threshold), once written; `None` otherwise.
     pub(crate) fn offload_str(&self, s: &str) -> Option<BlobOffload> {
-        if s.len() < self.threshold {
+        if s.len() <= self.threshold {
             return None;
         }
-        if let Some(rest) = s.strip_prefix("data:") {
-            let (header, payload) = rest.split_once(',')?;
-            let mime = header.strip_suffix(";base64")?;
-            let bytes = decode_canonical(payload)?;
-            let mime = (!mime.is_empty()).then_some(mime);
-            return self.write("base64", mime, &bytes);
+        let decoded = blob::decode(s).ok()?;
+        if decoded.bytes.len() <= self.threshold {
+            return None;
         }
-        let bytes = decode_canonical(s)?;
-        self.write("base64", None, &bytes)
+        self.write("base64", &decoded.mime(), &decoded.bytes)
     }
 
-    fn write(&self, kind: &str, mime: Option<&str>, bytes: &[u8]) -> Option<BlobOffload> {
-        let sniffed = imagesize::image_type(bytes).ok().map(image_mime);
-        let mime = mime
-            .map(str::to_owned)
-            .or(sniffed)
-            .unwrap_or_else(|| "application/octet-stream".to_owned());
+    fn write(&self, kind: &str, mime: &str, bytes: &[u8]) -> Option<BlobOffload> {
         let (width, height) = if mime.starts_with("image/") || kind == "image" {
             match imagesize::blob_size(bytes) {
                 Ok(size) => (Some(size.width as u64), Some(size.height as u64)),
@@ -122,11 +110,11 @@ impl BlobSink {
             (None, None)
         };
         let hash = Sha256::digest(bytes);
-        let name = format!("{}{}", hex(&hash), extension(&mime));
+        let name = format!("{}{}", hex(&hash), extension(mime));
         let path = self.store(&name, bytes)?;
         Some(BlobOffload {
             offloaded: kind.to_owned(),
-            mime_type: mime,
+            mime_type: mime.to_owned(),
             bytes: bytes.len() as u64,
             width,
             height,
@@ -196,18 +184,16 @@ fn ensure_private_dir(dir: &Path) -> Option<()> {
     }
 }
 
-/// The bytes of `s` when it is canonical padded base64 (encoding them again gives `s`).
-fn decode_canonical(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(4) || s.is_empty() {
-        return None;
+/// The value at `path` inside `value`.
+fn at_path<'a>(value: &'a mut Value, path: &[PathStep]) -> Option<&'a mut Value> {
+    let mut v = value;
+    for step in path {
+        v = match step {
+            PathStep::Key(k) => v.get_mut(k.as_str())?,
+            PathStep::Index(i) => v.get_mut(*i)?,
+        };
     }
-    if !s
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
-    {
-        return None;
-    }
-    STANDARD.decode(s).ok()
+    Some(v)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -217,16 +203,6 @@ fn hex(bytes: &[u8]) -> String {
         let _ = write!(s, "{b:02x}");
     }
     s
-}
-
-fn image_mime(t: imagesize::ImageType) -> String {
-    let name = format!("{t:?}").to_ascii_lowercase();
-    match name.as_str() {
-        "jpeg" => "image/jpeg".into(),
-        "ico" => "image/x-icon".into(),
-        "heif" => "image/heif".into(),
-        other => format!("image/{other}"),
-    }
 }
 
 /// A file extension (with the dot) for a MIME type, or none.
@@ -247,6 +223,8 @@ fn extension(mime: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
 
     /// A PNG header (signature + IHDR) for `w`×`h`, padded with zeros to `len` bytes.
     pub(crate) fn png(w: u32, h: u32, len: usize) -> Vec<u8> {
@@ -282,7 +260,8 @@ mod tests {
     fn strings_in_json_are_offloaded_only_when_base64_and_long() {
         let dir = tempfile::tempdir().unwrap();
         let sink = BlobSink::new(dir.path().to_path_buf(), 64);
-        let b64 = STANDARD.encode(vec![7u8; 300]);
+        let bytes: Vec<u8> = (0..300u32).map(|i| (i * 37 % 256) as u8).collect();
+        let b64 = STANDARD.encode(&bytes);
         let uri = format!("data:image/png;base64,{}", STANDARD.encode(png(3, 5, 200)));
         let prose = "word ".repeat(100);
         let mut v = serde_json::json!({"a": b64, "b": [uri], "c": prose, "d": "short"});
@@ -295,14 +274,15 @@ mod tests {
     }
 
     #[test]
-    fn short_and_non_canonical_payloads_stay_inline() {
+    fn short_strings_prose_and_hex_stay_inline() {
         let dir = tempfile::tempdir().unwrap();
         let sink = BlobSink::new(dir.path().to_path_buf(), 64);
         assert!(sink.offload_str("QUJD").is_none());
-        assert!(sink.offload_str(&"a".repeat(101)).is_none());
         assert!(
-            sink.offload_str(&format!("{}\n", "QUJD".repeat(40)))
+            sink.offload_str(&"the quick brown fox ".repeat(20))
                 .is_none()
         );
+        assert!(sink.offload_str(&"0123456789abcdef".repeat(20)).is_none());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

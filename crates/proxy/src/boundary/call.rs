@@ -22,12 +22,13 @@
 use std::sync::Arc;
 
 use mcp_budget_core::paginate::Document;
-use mcp_budget_core::wire::{ElisionEnvelope, Outcome};
+use mcp_budget_core::summary;
+use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
 use super::Boundary;
 use super::store::Entry;
-use super::structured::{self, Twin};
+use super::structured;
 use super::walk::{self, ToolNames};
 use crate::config::Overflow;
 
@@ -212,7 +213,6 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
                 obj.remove("structuredContent");
             }
         }
-        let _ = Twin::None;
     }
 
     let mut items = Vec::with_capacity(emitted.items.len() + 1);
@@ -398,8 +398,9 @@ fn emit_envelope_only(
     }
 }
 
-/// The elision envelope's text and tokens: the bounded summary of the cached response, its
-/// id, and the cursor of page 1 (`<id>.0`), within `budget` tokens.
+/// The elision envelope's text and tokens: the bounded summary of the cached response
+/// ([`summary::elision_envelope`], shrunk by [`summary::fit_envelope`] to `budget`), its id,
+/// and the cursor of page 1 (`<id>.0`).
 fn envelope(b: &Boundary, entry: &Entry, budget: usize, names: &ToolNames) -> (String, usize) {
     let enc = &b.encoding;
     let cursor = format!("{}.0", entry.id);
@@ -407,35 +408,18 @@ fn envelope(b: &Boundary, entry: &Entry, budget: usize, names: &ToolNames) -> (S
         "Too big for the budget; this is a summary. Page 1: {} {{\"cursor\":\"{cursor}\"}}. Select: {} {{\"response_id\":\"{}\",\"query\":\"<jq>\"}}.",
         names.read_more, names.query_response, entry.id
     );
-    let mut env = ElisionEnvelope {
-        elided: true,
-        bytes: entry.bytes as u64,
-        tokens: entry.total_tokens,
-        preview: Value::Null,
-        response_id: entry.id.clone(),
-        next_cursor: Some(cursor),
-        hint,
-    };
-    let render = |env: &ElisionEnvelope| {
-        let v = serde_json::to_value(env).unwrap_or_default();
-        mcp_budget_core::compact::to_string(&v, entry.precision)
-    };
-    let bare = render(&env);
-    let bare_tokens = enc.count(&bare);
     let input = entry.query_input();
-    let mut room = budget.saturating_sub(bare_tokens + 8);
-    for _ in 0..6 {
-        if room == 0 {
-            break;
-        }
-        env.preview = mcp_budget_core::summary::summarize(&input, enc, room);
-        let text = render(&env);
-        let t = enc.count(&text);
-        if t <= budget {
-            return (text, t);
-        }
-        room = room.saturating_sub(t - budget + 16);
-    }
-    env.preview = Value::Null;
-    (bare, bare_tokens)
+    let mut env = summary::elision_envelope(
+        &input,
+        entry.bytes as u64,
+        entry.total_tokens,
+        enc,
+        &entry.id,
+        Some(&cursor),
+        &hint,
+    );
+    summary::fit_envelope(&mut env, &input, enc, budget);
+    let text = serde_json::to_string(&env).unwrap_or_default();
+    let tokens = enc.count(&text);
+    (text, tokens)
 }

@@ -9,9 +9,9 @@
 //! Budget: the token counts of the page's text items plus the meta item's never exceed the
 //! budget (each item is counted on its own, exactly as it goes out).
 
+use mcp_budget_core::paginate::meta::{self, HintTools};
 use mcp_budget_core::paginate::{Document, PageInfo, Pager, Position};
 use mcp_budget_core::tokens::Encoding;
-use mcp_budget_core::wire::{Meta, TRUNCATION_TOKEN_BUDGET};
 
 use super::store::{Entry, SeqPos};
 
@@ -53,44 +53,42 @@ pub(crate) struct SeqPage {
     pub(crate) tokens: usize,
 }
 
-/// The meta item's text (compact JSON).
+/// The meta item's text (compact JSON), by the core's [`meta::build_meta`]: `next_page`
+/// is the page number of the next page (`None` on the last page).
 pub(crate) fn render_meta(
     id: &str,
-    next_cursor: Option<&str>,
+    next_page: Option<usize>,
     shown: &str,
     next_start_line: Option<u64>,
     total_tokens: u64,
     names: &ToolNames,
 ) -> String {
-    let select = format!(
-        "Select: {} {{\"response_id\":\"{id}\",\"query\":\"<jq>\"}}.",
-        names.query_response
-    );
-    let hint = match next_cursor {
-        Some(c) => format!("More: {} {{\"cursor\":\"{c}\"}}. {select}", names.read_more),
-        None => format!("Last page. {select}"),
-    };
-    let meta = Meta {
-        truncated: true,
-        truncation_reason: TRUNCATION_TOKEN_BUDGET.to_owned(),
-        response_id: id.to_owned(),
-        next_cursor: next_cursor.map(str::to_owned),
-        shown: shown.to_owned(),
+    let info = PageInfo {
+        shown,
+        has_next: next_page.is_some(),
         next_start_line,
-        total_tokens,
-        hint,
     };
-    serde_json::to_string(&meta).unwrap_or_default()
+    let tools = HintTools {
+        read_more: &names.read_more,
+        query_response: &names.query_response,
+    };
+    let m = meta::build_meta(
+        &info,
+        id,
+        next_page.unwrap_or(0) as u64,
+        total_tokens,
+        tools,
+    );
+    serde_json::to_string(&m).unwrap_or_default()
 }
 
 /// Tokens kept free for the meta item while whole items are placed: a meta with a long
 /// cursor and a long `shown`, plus slack for BPE's non-additivity.
 fn meta_reserve(entry: &Entry, encoding: &Encoding, names: &ToolNames) -> usize {
-    let cursor = format!("{}.999999", entry.id);
     let shown = format!("text {n}/{n}, text {n}/{n}", n = entry.docs.len().max(100));
     encoding.count(&render_meta(
         &entry.id,
-        Some(&cursor),
+        Some(999_999),
         &shown,
         Some(9_999_999),
         entry.total_tokens,
@@ -127,7 +125,6 @@ pub(crate) fn page(
         .get(&(k, budget))
         .copied()
         .unwrap_or(book.positions.len());
-    let next_cursor = format!("{}.{next_k}", entry.id);
     let n = entry.docs.len();
     let reserve = meta_reserve(entry, encoding, names);
 
@@ -175,7 +172,7 @@ pub(crate) fn page(
             all.push(part_shown(entry, item, Some(info.shown)));
             render_meta(
                 &entry.id,
-                has_next.then_some(next_cursor.as_str()),
+                has_next.then_some(next_k),
                 &all.join(", "),
                 if info.has_next {
                     info.next_start_line
@@ -220,7 +217,7 @@ pub(crate) fn page(
         None => {
             let m = render_meta(
                 &entry.id,
-                next.is_some().then_some(next_cursor.as_str()),
+                next.is_some().then_some(next_k),
                 &shown.join(", "),
                 None,
                 entry.total_tokens,

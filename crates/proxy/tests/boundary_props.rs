@@ -1,0 +1,109 @@
+//! Properties of the boundary over generated results: every emitted result stays within the
+//! budget, and following the cursors gives back everything.
+
+mod boundary_util;
+
+use boundary_util::*;
+use mcp_budget_core::paginate::reassemble_from_wire;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+/// Cases per property: `PROPTEST_CASES` (default 256), at most 1000 (each case pages a whole
+/// result through the public API).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+        .min(1000)
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|i| json!(i)),
+        "[a-zA-Z0-9 _./-]{0,80}".prop_map(Value::String),
+        "[é東🚀\"\\\\\n a-z]{0,20}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 400, 40, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..40).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z_]{1,10}", inner, 0..12)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn text_item() -> impl Strategy<Value = String> {
+    prop::collection::vec("[a-z é東\t]{0,120}(\r\n|\n)?", 0..200).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn json_pages_stay_in_budget_and_reassemble_losslessly(
+        value in json_value(),
+        budget in 256usize..900,
+        pretty in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let b = boundary(budget, &dir);
+        let text = if pretty {
+            serde_json::to_string_pretty(&value).unwrap()
+        } else {
+            serde_json::to_string(&value).unwrap()
+        };
+        let first = b.shape_call_result("t", json!({"content": [{"type": "text", "text": text}]}), 0);
+        let pages = follow(&b, first, budget);
+        let wire: Vec<(Value, Option<String>)> = pages
+            .iter()
+            .map(|p| {
+                let t = texts(p);
+                let body: Value = match serde_json::from_str(&t[0]) {
+                    Ok(v) => v,
+                    // A scalar or a text that is not an object/array stays text.
+                    Err(_) => Value::String(t[0].clone()),
+                };
+                (body, meta(p).map(|m| m["shown"].as_str().unwrap().to_owned()))
+            })
+            .collect();
+        if matches!(value, Value::Object(_) | Value::Array(_)) {
+            let w: Vec<(Value, Option<&str>)> =
+                wire.iter().map(|(v, s)| (v.clone(), s.as_deref())).collect();
+            prop_assert_eq!(reassemble_from_wire(&w), Some(value));
+        } else {
+            let joined: String = pages.iter().map(|p| texts(p)[0].clone()).collect();
+            prop_assert_eq!(joined, text);
+        }
+    }
+
+    #[test]
+    fn several_text_items_page_as_one_lossless_sequence(
+        items in prop::collection::vec(text_item(), 1..4),
+        budget in 256usize..700,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let b = boundary(budget, &dir);
+        let content: Vec<Value> = items
+            .iter()
+            .map(|t| json!({"type": "text", "text": t}))
+            .collect();
+        let first = b.shape_call_result("t", json!({"content": content}), 0);
+        let paged = meta(&first).is_some();
+        let pages = follow(&b, first, budget);
+        let parts: Vec<String> = pages
+            .iter()
+            .flat_map(|p| {
+                let mut t = texts(p);
+                if paged {
+                    t.pop();
+                }
+                t
+            })
+            .collect();
+        prop_assert!(parts.len() >= items.len());
+        prop_assert_eq!(parts.concat(), items.concat());
+    }
+}
