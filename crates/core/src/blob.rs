@@ -25,6 +25,26 @@
 //! MIME types come from the `data:` header when it names one, else from the decoded bytes'
 //! magic numbers ([`sniff_mime`]: PNG, JPEG, GIF, WebP, PDF, gzip, zip), else
 //! `application/octet-stream`.
+//!
+//! ```
+//! use mcp_budget_core::blob;
+//!
+//! // A 1.5 KB PDF as a data: URI inside a tool's JSON output.
+//! let pdf = [b"%PDF-1.7\n".as_slice(), &[7u8; 1500]].concat();
+//! let uri = format!("data:application/pdf;base64,{}", {
+//!     use base64::Engine as _;
+//!     base64::engine::general_purpose::STANDARD.encode(&pdf)
+//! });
+//! let mut v = serde_json::json!({"files": [{"name": "a.pdf", "body": uri}]});
+//! let found = blob::find_blobs(&v, blob::DEFAULT_BLOB_THRESHOLD_BYTES);
+//! assert_eq!(found[0].path_text, "$.files[0].body");
+//! assert_eq!((found[0].mime.as_str(), found[0].decoded_bytes), ("application/pdf", 1509));
+//!
+//! blob::replace_blobs(&mut v, blob::DEFAULT_BLOB_THRESHOLD_BYTES, |b, _bytes| {
+//!     serde_json::json!({"blob": "saved.pdf", "mime": b.mime, "bytes": b.decoded_bytes})
+//! });
+//! assert_eq!(v["files"][0]["body"]["bytes"], 1509);
+//! ```
 
 use std::fmt::Write as _;
 

@@ -30,6 +30,16 @@
 //!   rounding would overflow (`1.7976931348623157e308` at N = 1).
 //! - `precision >= 17` keeps every float's `f64` value (an `f64` has at most 17 significant
 //!   digits) and only respells it in shortest form.
+//!
+//! ```
+//! use mcp_budget_core::compact;
+//!
+//! let v: serde_json::Value =
+//!     serde_json::from_str(r#"{ "id": 12345678901234567890, "x": 247.13061935179246, "y": 3.0 }"#)?;
+//! assert_eq!(compact::to_string(&v, 9), r#"{"id":12345678901234567890,"x":247.130619,"y":3.0}"#);
+//! assert_eq!(compact::to_string(&v, 0), serde_json::to_string(&v)?);
+//! # Ok::<(), serde_json::Error>(())
+//! ```
 
 use std::borrow::Cow;
 use std::fmt::{self, Write as _};

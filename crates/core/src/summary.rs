@@ -40,6 +40,17 @@
 //! at most a fixed number of descriptions (64 at the richest), siblings before children, so
 //! the work is bounded whatever the input. Statistics are collected once, in one pass over at
 //! most the first seven levels of the value.
+//!
+//! ```
+//! use mcp_budget_core::{summary, tokens::Encoding};
+//!
+//! let v = serde_json::json!([{"type": "file"}, {"type": "file"}, {"type": "dir"}]);
+//! let s = summary::summarize(&v, &Encoding::Cl100kBase, summary::DEFAULT_SUMMARY_TOKENS);
+//! assert_eq!(
+//!     s.to_string(),
+//!     r#"{"type":"array","len":3,"items":{"type":"object","fields":{"type":{"type":"string","chars":{"min":3,"max":4},"counts":{"file":2,"dir":1}}}}}"#
+//! );
+//! ```
 
 use std::collections::{HashMap, HashSet};
 
