@@ -510,7 +510,13 @@ impl ObjStats {
             return;
         }
         let shown = self.fields.len().min(d.fields);
-        let more = self.fields.len() - shown + self.extra.len();
+        // A single object knows its key count; across many, untracked names were remembered
+        // only up to EXTRA_KEY_CAP.
+        let more = if single {
+            self.keys.saturating_sub(shown)
+        } else {
+            self.fields.len() - shown + self.extra.len()
+        };
         if level < d.depth && *nodes >= shown {
             *nodes -= shown;
             let fields: Map<String, Value> = self.fields[..shown]

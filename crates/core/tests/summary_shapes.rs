@@ -150,6 +150,22 @@ fn wide_objects_show_the_first_fields_and_count_the_rest() {
 }
 
 #[test]
+fn huge_objects_count_every_key() {
+    let huge: serde_json::Map<String, Value> = (0..10_000)
+        .map(|i| (format!("k{i}"), Value::from(i)))
+        .collect();
+    let out = compact::to_string(
+        &summary::summarize(&Value::Object(huge), &Encoding::Cl100kBase, 60),
+        0,
+    );
+    assert!(
+        out.starts_with(r#"{"type":"object","keys":10000,"#),
+        "{out}"
+    );
+    assert!(out.ends_with(r#","more_fields":9995}"#), "{out}");
+}
+
+#[test]
 fn summaries_of_recorded_responses() {
     for (name, text) in [
         ("directory_tree", DIRECTORY_TREE),
