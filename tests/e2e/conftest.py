@@ -56,11 +56,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     out.write_text(json.dumps(REPORT, indent=1))
     tr = terminalreporter
     tr.section("tokens direct vs through mcp-budget proxy (cl100k_base, counted by tiktoken)")
-    tr.write_line(f"{'server':<12} {'tool':<28} {'direct':>9} {'page 1':>7} {'max page':>8} {'pages':>6}  note")
+    width = max(len(r["tool"]) for r in REPORT)
+    tr.write_line(f"{'server':<11} {'tool':<{width}} {'direct':>8} {'page 1':>7} {'max page':>8} {'pages':>5}  note")
     for r in REPORT:
         tr.write_line(
-            f"{r['server']:<12} {r['tool']:<28} {r['tokens_direct']:>9} {r['tokens_page1']:>7} "
-            f"{r['tokens_max_page']:>8} {r['pages']:>6}  {r['note']}"
+            f"{r['server']:<11} {r['tool']:<{width}} {r['tokens_direct']:>8} {r['tokens_page1']:>7} "
+            f"{r['tokens_max_page']:>8} {r['pages']:>5}  {r['note']}"
         )
     tr.write_line(f"(written to {out})")
 

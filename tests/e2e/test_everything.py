@@ -23,11 +23,18 @@ async def _both(tool, args):
     return direct, pages
 
 
+def _blob_note(shaped):
+    kinds = [json.loads(t)["offloaded"] for t in text_items(shaped) if t.startswith('{"offloaded"')]
+    if kinds:
+        return f"{', '.join(kinds)} written to a file; direct counts text items only"
+    return "base64 kept inline (under the blob threshold)"
+
+
 async def test_get_tiny_image(report):
     direct, pages = await _both("get-tiny-image", {})
     assert len(pages) == 1
     assert_blobs_kept(direct, pages[0])
-    report("everything", "get-tiny-image", direct, pages, "image: base64 tokens not model-visible")
+    report("everything", "get-tiny-image", direct, pages, _blob_note(pages[0]))
 
 
 async def test_gzip_file_as_resource(report):
@@ -39,7 +46,7 @@ async def test_gzip_file_as_resource(report):
     assert_blobs_kept(direct, pages[0])
     blob = next(payload(i) for i in direct["content"] if payload(i))
     assert gzip.decompress(base64.b64decode(blob)).decode() == text
-    report("everything", "gzip-file-as-resource", direct, pages, "resource blob")
+    report("everything", "gzip-file-as-resource", direct, pages, _blob_note(pages[0]))
 
 
 async def test_get_structured_content():
