@@ -7,14 +7,35 @@
 //! - **Model-visible tokens** of a result are the sum of the token counts of its `text` items
 //!   (each counted on its own, exactly as it goes out). The budget bounds that sum for every
 //!   result the boundary emits, the meta item included; the banner item is outside it.
-//! - A result that fits after compaction comes back compacted, with no meta item
-//!   ([`call`]).
-//! - Over budget: page 1 and the meta item (last), or the elision envelope in summary mode;
-//!   the shaped full response is cached ([`store`]) for `read_more` and `query_response`
-//!   ([`injected`]).
-//! - Several text items are paged as one sequence, each item staying its own content item
-//!   ([`walk`]); non-text items are kept on page 1.
-//! - structuredContent: see [`structured`]; blobs: see [`blobs`].
+//! - **Compaction first** (`call.rs`): a `text` item holding a JSON object or array is
+//!   parsed, run through the tool's `transform` (jq), and re-emitted compact with floats
+//!   rounded. A result that then fits comes back with no meta item.
+//! - **Over budget**: page 1 and the meta item (the last content item), or with
+//!   `overflow = "summary"` the elision envelope whose `next_cursor` (`<id>.0`) leads to
+//!   page 1. The shaped full response is cached (`store.rs`: bounded in bytes, least recently used
+//!   out first, TTL from last use) for `read_more` and `query_response` (`injected.rs`), which
+//!   never call the upstream server.
+//! - **Several text items** (`walk.rs`) are paged as one sequence in order: a page holds
+//!   whole items while they fit and cuts the first one that does not; each item stays its
+//!   own content item, so following the cursors gives every item back exactly.
+//! - **Non-text items** (`resource_link`, `resource` with text, small images) cost no
+//!   model-visible tokens and are all kept on page 1, in their original order.
+//! - **structuredContent** (`structured.rs`): a member that is a string twin of a text item
+//!   (`{"content": <the text>}`, the filesystem server) carries what that text item carries
+//!   (compacted text or page 1), so it stays valid against `{content: string}`; a value twin
+//!   or anything else is kept whole; a twin is dropped only when `tools/list` showed that the
+//!   tool declares no outputSchema.
+//! - **Blobs** (`blobs.rs`): image/audio `data`, resource `blob`, and base64 / `data:`
+//!   strings inside JSON text that decode to more than the threshold are written to files
+//!   (SHA-256 names, mode 0600, directory 0700) and replaced by a text description
+//!   ([`mcp_budget_core::wire::BlobOffload`]) whose tokens count.
+//! - **query_response** runs jq (the jaq crates) on the cached response: its one text item
+//!   as JSON (a text that is not JSON as a JSON string), or an array of its text items; one
+//!   output is that value, several an array; a single string output is shown as plain text.
+//!   The output is shaped and paged by the same rules under its own response id.
+//! - **Response ids** are 12 lowercase hex digits derived from the shaped content, budget
+//!   and precision (the same response gets the same id and the same pages); cursors are
+//!   `<id>.<page number>`, page 1 being `.0`.
 //!
 //! ```
 //! use mcp_budget_proxy::boundary::Boundary;
