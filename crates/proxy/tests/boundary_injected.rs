@@ -232,3 +232,21 @@ fn other_tools_are_not_answered_locally() {
     );
     assert!(b.answer_injected(&json!({})).is_none());
 }
+
+#[test]
+fn the_same_response_again_keeps_earlier_cursors_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(300, &dir);
+    let m1 = paged(&b);
+    let p2 = b
+        .answer_injected(&read_more(m1["next_cursor"].as_str().unwrap()))
+        .unwrap();
+    let c3 = meta(&p2).unwrap()["next_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let m2 = paged(&b);
+    assert_eq!(m1, m2, "same response, same id and page 1");
+    let p3 = b.answer_injected(&read_more(&c3)).unwrap();
+    assert!(p3.get("isError").is_none(), "{p3}");
+}

@@ -318,8 +318,16 @@ pub(crate) fn emit(
     drop(seed);
     drop(rendered);
     let n_docs = docs.len();
-    let entry = Arc::new(Entry::new(id, docs, doc_tokens, budget, precision, bytes));
-    b.store.insert(Arc::clone(&entry));
+    // The same response shaped again (same id: same content, budget and precision) keeps
+    // its cached entry, so cursors handed out for it earlier stay valid.
+    let entry = match b.store.get(&id) {
+        Ok(existing) => existing,
+        Err(_) => {
+            let entry = Arc::new(Entry::new(id, docs, doc_tokens, budget, precision, bytes));
+            b.store.insert(Arc::clone(&entry));
+            entry
+        }
+    };
     let names = b.names();
     let id = entry.id.clone();
 
