@@ -101,6 +101,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let outcome = demo_tool(&mut direct, &mut proxied, &names.0, &encoding, tool, what)?;
         outcomes.push(outcome);
     }
+    let query_ok = demo_query(&mut direct, &mut proxied, &names.1)?;
     direct.close()?;
     proxied.close()?;
 
@@ -116,13 +117,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(|o| o.tool)
         .collect();
     println!("\n(finished in {:.1} s)", started.elapsed().as_secs_f64());
-    if failed.is_empty() && over.is_empty() {
+    if failed.is_empty() && over.is_empty() && query_ok {
         println!(
-            "All reassembled results equal the direct ones after compaction; every page fits the budget."
+            "All reassembled results equal the direct ones after compaction; every page fits the budget; query_response agrees."
         );
         Ok(ExitCode::SUCCESS)
     } else {
-        println!("FAILED: reassembly differs for {failed:?}; over budget: {over:?}");
+        println!(
+            "FAILED: reassembly differs for {failed:?}; over budget: {over:?}; query_response right: {query_ok}"
+        );
         Ok(ExitCode::from(1))
     }
 }
@@ -201,6 +204,36 @@ fn demo_tool(
         read_more_calls: calls,
         check,
     })
+}
+
+/// Shows `query_response`: a jq filter on the cached full result, without calling the tool
+/// again; checks its answer against the same count made on the direct result.
+fn demo_query(
+    direct: &mut RpcClient,
+    proxied: &mut RpcClient,
+    query_response: &str,
+) -> anyhow::Result<bool> {
+    let first = proxied.call_tool("table_rows", json!({}))?;
+    let meta = pages::WirePage::from_result(&first);
+    let id = meta
+        .response_id()
+        .ok_or_else(|| anyhow!("table_rows was not paged: no response_id"))?;
+    let query = "map(select(.ok == false)) | length";
+    let answer = proxied.call_tool(query_response, json!({"response_id": id, "query": query}))?;
+    let text = pages::text_items(&answer).join(" ");
+    let rows: Value = pages::text_items(&direct.call_tool("table_rows", json!({}))?)
+        .first()
+        .and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or(Value::Null);
+    let expected = rows
+        .as_array()
+        .map_or(0, |r| r.iter().filter(|row| row["ok"] == false).count());
+    let ok = text.trim() == expected.to_string();
+    println!(
+        "{query_response} {{\"response_id\":\"{id}\",\"query\":\"{query}\"}}\n  -> {text}   (counted on the direct result: {expected}{})\n",
+        if ok { ", same" } else { ", DIFFERENT" }
+    );
+    Ok(ok)
 }
 
 /// Compares the pages' reassembly with the direct result's first text item, compacted.

@@ -20,6 +20,10 @@ fn demo_succeeds_and_reports_equality() {
         stdout.contains("All reassembled results equal the direct ones after compaction"),
         "{stdout}"
     );
+    assert!(
+        stdout.contains("(counted on the direct result: 715, same)"),
+        "query_response on the cached rows must count what the direct result holds:\n{stdout}"
+    );
     // Every big text tool was paged: the table has a read_more count above zero for each.
     for tool in [
         "directory_tree",

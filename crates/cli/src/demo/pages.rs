@@ -53,6 +53,13 @@ impl WirePage {
             .map(str::to_owned)
     }
 
+    /// The `response_id` of the cached full response, when the result was shortened.
+    pub(crate) fn response_id(&self) -> Option<String> {
+        self.meta_value.as_ref()?["response_id"]
+            .as_str()
+            .map(str::to_owned)
+    }
+
     fn shown(&self) -> Option<&str> {
         self.meta_value.as_ref()?["shown"].as_str()
     }
