@@ -22,7 +22,9 @@
 //!   shortest round-trip text of the rounded value ([`format_float`]): `247.13061935179246` →
 //!   `247.130619`, `0.30000000000000004` → `0.3`, `1.5e-7` stays `1.5e-7` (N = 9).
 //!   This rule makes rounding idempotent: a rounded value prints with at most N digits, so
-//!   rounding it again keeps it.
+//!   rounding it again keeps it. (For N <= 15 the digits of the `{:.*e}` text, trailing zeros
+//!   stripped, already are that shortest text, so the writer skips the parse-back; a property
+//!   test checks the two paths agree.)
 //! - A float stays a float in spelling: `3.0` is written `3.0`, never `3`.
 //! - Numbers that do not fit an `f64` pass unrounded in their source spelling: overflow
 //!   (`1e400`, `-1e400`), underflow to zero (`1e-400`) and subnormals (below
@@ -128,7 +130,7 @@ impl Formatter for RoundingFormatter {
     {
         match classify(value, self.precision) {
             Rounding::Keep => writer.write_all(value.as_bytes()),
-            Rounding::Float(r) => write_float(writer, r),
+            Rounding::Float { negative, digits } => write_digits(writer, negative, &digits),
         }
     }
 
@@ -168,7 +170,12 @@ impl Formatter for RoundingFormatter {
 pub fn round_number(number: &str, precision: u32) -> Cow<'_, str> {
     match classify(number, precision) {
         Rounding::Keep => Cow::Borrowed(number),
-        Rounding::Float(r) => Cow::Owned(format_float(r)),
+        Rounding::Float { negative, digits } => {
+            let mut out = Vec::with_capacity(24);
+            // Writing into a Vec cannot fail; the digits and signs are ASCII.
+            let _ = write_digits(&mut out, negative, &digits);
+            Cow::Owned(String::from_utf8(out).unwrap_or_default())
+        }
     }
 }
 
@@ -176,8 +183,8 @@ pub fn round_number(number: &str, precision: u32) -> Cow<'_, str> {
 enum Rounding {
     /// Written as it is spelled.
     Keep,
-    /// Written as [`write_float`] of this value.
-    Float(f64),
+    /// Written as these digits, by [`write_digits`].
+    Float { negative: bool, digits: Digits },
 }
 
 fn classify(number: &str, precision: u32) -> Rounding {
@@ -194,10 +201,36 @@ fn classify(number: &str, precision: u32) -> Rounding {
         // Underflow: the source is not zero, the f64 is.
         return Rounding::Keep;
     }
-    match round_f64(x, precision) {
-        Some(r) => Rounding::Float(r),
+    match round_digits(x, precision) {
+        Some(digits) => Rounding::Float {
+            negative: x.is_sign_negative(),
+            digits,
+        },
         None => Rounding::Keep,
     }
+}
+
+/// Precisions up to which two distinct decimals of at most that many digits never round to
+/// the same `f64` (`f64` holds 15 decimal digits), so the digits of the exact rounding
+/// `{:.N-1e}` of `x`, trailing zeros stripped, are the shortest text of the rounded value:
+/// no need to parse back and format again.
+const DIRECT_DIGITS: u32 = 15;
+
+/// The shortest digits of `x` (finite, not subnormal) rounded to `precision` (>= 1)
+/// significant digits, or `None` when the rounding leaves the finite `f64` range.
+fn round_digits(x: f64, precision: u32) -> Option<Digits> {
+    if precision > DIRECT_DIGITS {
+        return round_f64(x, precision).map(shortest_digits);
+    }
+    let sig = precision.saturating_sub(1) as usize;
+    let mut text = StackText::new();
+    write!(text, "{:.sig$e}", x.abs()).ok()?;
+    let digits = parse_digits(text.as_str());
+    // Only near f64::MAX can rounding up overflow (1.8e308 at one digit is 2e308).
+    if digits.exp >= 308 && !text.as_str().parse::<f64>().ok()?.is_finite() {
+        return None;
+    }
+    Some(digits)
 }
 
 /// `x` rounded to `precision` (>= 1) significant digits, or `None` when the rounding leaves
@@ -218,12 +251,10 @@ fn round_f64(x: f64, precision: u32) -> Option<f64> {
 
 /// What `write_f64` writes for a finite `x` at `precision` >= 1.
 fn write_rounded_f64<W: ?Sized + io::Write>(w: &mut W, x: f64, precision: u32) -> io::Result<()> {
-    let r = if x.is_subnormal() {
-        x
-    } else {
-        round_f64(x, precision).unwrap_or(x)
-    };
-    write_float(w, r)
+    match round_digits(x, precision).filter(|_| !x.is_subnormal()) {
+        Some(digits) => write_digits(w, x.is_sign_negative(), &digits),
+        None => write_float(w, x),
+    }
 }
 
 /// Whether the mantissa (the part before any exponent) of a number spelling has a non-zero
@@ -283,7 +314,12 @@ fn shortest_digits(x: f64) -> Digits {
     // `{:e}` is Rust's shortest round-trip text in scientific form: `2.4713e2`, `1.5e-7`, `0e0`.
     let mut text = StackText::new();
     let _ = write!(text, "{:e}", x.abs());
-    let s = text.as_str();
+    parse_digits(text.as_str())
+}
+
+/// The digits (trailing zeros stripped) and exponent of Rust's `{:e}` text of a non-negative
+/// number: `2.4713e2` → (`24713`, 2), `3.00000000e0` → (`3`, 0).
+fn parse_digits(s: &str) -> Digits {
     let (mantissa, exp) = s.split_once('e').unwrap_or((s, "0"));
     let mut out = Digits {
         digits: [b'0'; 24],
@@ -296,7 +332,10 @@ fn shortest_digits(x: f64) -> Digits {
             out.len += 1;
         }
     }
-    if out.len == 0 || out.as_bytes().iter().all(|&b| b == b'0') {
+    while out.len > 1 && out.digits[out.len - 1] == b'0' {
+        out.len -= 1;
+    }
+    if out.len == 0 || out.digits[0] == b'0' {
         out.len = 1;
         out.digits[0] = b'0';
     }
@@ -323,6 +362,11 @@ pub fn format_float(x: f64) -> String {
 
 /// Writes [`format_float`]`(x)` without allocating.
 fn write_float<W: ?Sized + io::Write>(w: &mut W, x: f64) -> io::Result<()> {
+    write_digits(w, x.is_sign_negative(), &shortest_digits(x))
+}
+
+/// Writes `digits` (with a `-` when `negative`) in the shorter spelling (see [`format_float`]).
+fn write_digits<W: ?Sized + io::Write>(w: &mut W, negative: bool, d: &Digits) -> io::Result<()> {
     const ZEROS: &[u8] = b"0000000000000000000000000000000000000000";
     let zeros = |w: &mut W, n: usize| -> io::Result<()> {
         let mut left = n;
@@ -333,7 +377,6 @@ fn write_float<W: ?Sized + io::Write>(w: &mut W, x: f64) -> io::Result<()> {
         }
         Ok(())
     };
-    let d = shortest_digits(x);
     let digits = d.as_bytes();
     let n = digits.len();
     let exp = d.exp;
@@ -347,7 +390,7 @@ fn write_float<W: ?Sized + io::Write>(w: &mut W, x: f64) -> io::Result<()> {
     } else {
         n + 1
     };
-    if x.is_sign_negative() {
+    if negative {
         w.write_all(b"-")?;
     }
     if positional_len <= exponent_len + POSITIONAL_ALLOWANCE {

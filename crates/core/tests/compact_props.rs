@@ -352,6 +352,24 @@ proptest! {
     }
 
     #[test]
+    fn rounding_matches_format_parse_back_shortest(
+        x in any::<u64>().prop_map(f64::from_bits).prop_filter("normal", |x| x.is_normal()),
+        precision in 1u32..=20,
+    ) {
+        // The reference rule of issue 2: round with `{:.*e}`, parse back, print shortest.
+        let shortest_len = format!("{:e}", x.abs()).split('e').next().map_or(0, |m| m.replace('.', "").len());
+        let reference = if shortest_len <= precision as usize {
+            Some(x)
+        } else {
+            format!("{:.*e}", precision as usize - 1, x).parse::<f64>().ok().filter(|r| r.is_finite())
+        };
+        let source = format!("{x:e}");
+        let stored = number(&source).to_string();
+        let expected = reference.map_or(stored.clone(), compact::format_float);
+        prop_assert_eq!(compact::round_number(&stored, precision).into_owned(), expected);
+    }
+
+    #[test]
     fn rounding_is_idempotent(v in json_value(), precision in 0u32..=20) {
         let once = compact::to_string(&v, precision);
         let twice = compact::to_string(&parse(&once), precision);
