@@ -1,9 +1,11 @@
 """@modelcontextprotocol/server-memory behind the proxy: read_graph after create_entities
 (2,000 entities) and create_relations (3,000 relations)."""
 
+import json
+
 import pytest
 
-from harness import NODE_BIN, assert_same, body_of, read_all, session, wire
+from harness import NODE_BIN, assert_same, body_of, meta_of, read_all, session, wire
 
 pytestmark = pytest.mark.anyio
 MEMORY = str(NODE_BIN / "mcp-server-memory")
@@ -36,6 +38,12 @@ async def test_read_graph_after_2000_entities(tmp_path, report):
         first = await c.call_tool("read_graph", {})  # outputSchema validated by the client
         assert not first.is_error
         pages = await read_all(c, first)
+        # Select on the cached full graph: jq through the proxy, the server is not called again.
+        response_id = meta_of(pages[0])["response_id"]
+        counted = await c.call_tool(
+            "query_response", {"response_id": response_id, "query": "[(.entities | length), (.relations | length)]"}
+        )
+        assert json.loads(body_of(wire(counted))) == [2_000, 3_000]
     assert len(pages) > 1
     assert_same(body_of(direct), pages)
     report("memory", "read_graph (2,000 entities, 3,000 relations)", direct, pages)
