@@ -93,6 +93,7 @@ async def session(
     roots: list[str] | None = None,
     roots_asked: list[int] | None = None,
     cwd: str | None = None,
+    logging_callback: Any = None,
 ) -> AsyncIterator[Client]:
     """A connected `mcp.Client` to `command args`, behind the proxy when `proxy` is true.
 
@@ -111,7 +112,13 @@ async def session(
             return types.ListRootsResult(roots=[types.Root(uri=u, name=Path(u).name) for u in roots])
 
     params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
-    async with Client(params, mode=mode, list_roots_callback=callback, read_timeout_seconds=300) as c:
+    async with Client(
+        params,
+        mode=mode,
+        list_roots_callback=callback,
+        logging_callback=logging_callback,
+        read_timeout_seconds=300,
+    ) as c:
         yield c
 
 

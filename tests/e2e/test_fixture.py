@@ -35,16 +35,21 @@ async def test_roots_list_round_trip_through_the_proxy():
     assert "file:///tmp/e2e-root" in body_of(result)
 
 
-async def test_progress_round_trip_through_the_proxy():
+async def test_progress_and_log_notifications_pass_through_the_proxy():
     seen = []
+    logs = []
 
     async def on_progress(progress, total, message):
         seen.append(progress)
 
-    async with session(FIXTURE, ["fixture-server"], proxy=True, mode="legacy") as c:
+    async def on_log(params):
+        logs.append(params.data)
+
+    async with session(FIXTURE, ["fixture-server"], proxy=True, mode="legacy", logging_callback=on_log) as c:
         result = await c.call_tool("progress", {"steps": 4}, progress_callback=on_progress)
     assert body_of(wire(result)) == "done 4 steps"
     assert seen == [1, 2, 3, 4]
+    assert logs == ["progress tool ran"]
 
 
 async def test_stateless_2026_07_28_through_the_proxy():
