@@ -5,6 +5,7 @@ import base64
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 
 from harness import BIN, assert_blobs_kept, assert_same, body_of, read_all, session, text_items, wire
@@ -79,3 +80,19 @@ async def test_blobs_go_to_files_with_the_same_bytes(tool):
     if tool == "image":
         described = [json.loads(t) for t in text_items(shaped) if t.startswith("{")]
         assert any((d.get("width"), d.get("height")) == (64, 48) for d in described), described
+
+
+async def test_garbage_line_from_the_server_does_not_reach_the_client():
+    async with session(FIXTURE, ["fixture-server"], proxy=True, mode="legacy") as c:
+        result = wire(await c.call_tool("garbage", {}))
+        assert body_of(result) == "ok"
+        again = wire(await c.call_tool("echo", {"after": "garbage"}))
+        assert body_of(again) == '{"after":"garbage"}'
+
+
+async def test_a_server_crash_mid_call_is_an_error_not_a_hang():
+    with pytest.raises(Exception) as caught:  # noqa: PT011 - any error will do; a hang will not
+        with anyio.fail_after(60):
+            async with session(FIXTURE, ["fixture-server"], proxy=True, mode="legacy") as c:
+                await c.call_tool("crash", {})
+    assert not isinstance(caught.value, TimeoutError), "the client waited for a crashed server"
