@@ -83,7 +83,20 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let mut direct = RpcClient::spawn("fixture server", &exe, &["fixture-server"])?;
     direct.initialize()?;
-    let mut proxied = RpcClient::spawn("proxy", &exe, &["proxy", "--", exe_str, "fixture-server"])?;
+    let (budget, precision) = (BUDGET.to_string(), PRECISION.to_string());
+    let proxy_args = [
+        "proxy",
+        "--max-tokens",
+        &budget,
+        "--precision",
+        &precision,
+        "--encoding",
+        "cl100k_base",
+        "--",
+        exe_str,
+        "fixture-server",
+    ];
+    let mut proxied = RpcClient::spawn("proxy", &exe, &proxy_args)?;
     proxied.initialize()?;
     let listed = proxied.request("tools/list", json!({}))?;
     let names = injected_names(&listed).ok_or_else(|| {

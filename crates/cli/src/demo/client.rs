@@ -32,6 +32,8 @@ pub(crate) struct RpcClient {
 
 impl RpcClient {
     /// Starts `program args…` with piped stdin/stdout; its stderr is kept for error messages.
+    /// `MCP_BUDGET_*` variables are not passed on: the demo shows the defaults, whatever the
+    /// user's environment sets.
     ///
     /// # Errors
     /// When the program cannot be started.
@@ -40,7 +42,13 @@ impl RpcClient {
         program: &std::path::Path,
         args: &[&str],
     ) -> anyhow::Result<Self> {
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("MCP_BUDGET_") {
+                command.env_remove(key);
+            }
+        }
+        let mut child = command
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
