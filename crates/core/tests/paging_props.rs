@@ -111,12 +111,12 @@ fn leaf() -> impl Strategy<Value = Value> {
         (-1e9f64..1e9).prop_map(|f| json!(f)),
         big_number(),
         string_value(3).prop_map(Value::String),
-        string_value(60).prop_map(Value::String),
+        string_value(40).prop_map(Value::String),
     ]
 }
 
 fn json_value() -> impl Strategy<Value = Value> {
-    leaf().prop_recursive(6, 300, 30, |inner| {
+    leaf().prop_recursive(5, 200, 20, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..30).prop_map(Value::Array),
             prop::collection::vec((key(), inner), 0..10)
@@ -558,7 +558,7 @@ fn generated_tree(depth: usize, fanout: usize, seed: &mut u64) -> Value {
         *seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        if depth > 0 && (*seed >> 33) % 3 == 0 {
+        if depth > 0 && (*seed >> 33).is_multiple_of(3) {
             let mut sub = generated_tree(depth - 1, fanout, seed);
             sub["name"] = json!(format!("dir_{depth}_{i}"));
             children.push(sub);

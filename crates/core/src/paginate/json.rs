@@ -161,17 +161,19 @@ struct Built {
 }
 
 /// Pages one JSON document.
+#[derive(Clone, Copy)]
 pub(crate) struct JsonPaging<'a> {
     pub(crate) doc: &'a Value,
     pub(crate) enc: &'a Encoding,
     pub(crate) budget: usize,
     pub(crate) precision: u32,
+    /// Longest location written in full in `shown`, in chars.
+    pub(crate) loc_max: usize,
 }
 
 impl JsonPaging<'_> {
-    /// Longest location written in full, in chars.
     fn loc_max(&self) -> usize {
-        (self.budget / 8).max(path::LOC_MIN_CHARS)
+        self.loc_max
     }
 
     fn text(&self, v: &Value) -> String {
@@ -271,8 +273,17 @@ impl JsonPaging<'_> {
                 limit /= 2;
             }
         }
-        // Nothing fits even alone at the deepest root: an indivisible unit (a huge number or
-        // key) bigger than the budget. Show it alone, flagged, rather than lose it.
+        // Nothing fits even alone at the deepest root. Long locations make the meta big at
+        // small budgets: try again with the shortest ones.
+        if self.loc_max > path::LOC_TINY_CHARS {
+            let tiny = JsonPaging {
+                loc_max: path::LOC_TINY_CHARS,
+                ..*self
+            };
+            return tiny.page(s, meta);
+        }
+        // An indivisible unit (a huge number) bigger than the budget. Show it alone, flagged,
+        // rather than lose it.
         let r = &s[..max_root];
         let cands = self.walk(r, s, 0, 0, 0);
         let end = cands.into_iter().next().and_then(|c| c.end);
@@ -349,19 +360,19 @@ impl JsonPaging<'_> {
             // into, so that candidates are fine-grained where the page will end.
             let to_target = target.saturating_sub(est).max(1);
             let parent = pos.split_last().and_then(|(_, p)| node_at(self.doc, p));
-            if pos.len() > r.len() {
-                if let Some(Value::String(st)) = parent {
-                    // Inside a long string: pieces at character boundaries.
-                    let o = pos.last().copied().unwrap_or(0);
-                    if !self.string_pieces(st, o, &pos, &mut est, to_target, &mut cands) {
-                        break;
-                    }
-                    pos.pop();
-                    if self.take(r, &mut pos, &mut est, 0, &mut cands) {
-                        break;
-                    }
-                    continue;
+            if pos.len() > r.len()
+                && let Some(Value::String(st)) = parent
+            {
+                // Inside a long string: pieces at character boundaries.
+                let o = pos.last().copied().unwrap_or(0);
+                if !self.string_pieces(st, o, &pos, &mut est, to_target, &mut cands) {
+                    break;
                 }
+                pos.pop();
+                if self.take(r, &mut pos, &mut est, 0, &mut cands) {
+                    break;
+                }
+                continue;
             }
             let (key, node) = if pos.len() == r.len() {
                 match node_at(self.doc, &pos) {
@@ -503,26 +514,11 @@ impl JsonPaging<'_> {
             .iter()
             .rposition(|c| c.est <= body_budget)
             .unwrap_or(0);
-        let mut try_at = |i: usize| -> Option<Built> {
+        let try_at = |i: usize| -> Option<Built> {
             let b = self.build_page(r, s, cands[i].end.clone(), meta);
             (b.tokens <= self.budget).then_some(b)
         };
-        let (mut lo, mut best, mut hi) = match try_at(guess) {
-            Some(b) => (guess, b, n),
-            None if guess == 0 => return None,
-            None => (0, try_at(0)?, guess),
-        };
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            match try_at(mid) {
-                Some(b) => {
-                    lo = mid;
-                    best = b;
-                }
-                None => hi = mid,
-            }
-        }
-        Some(best)
+        super::search::largest_fit(n, guess, try_at)
     }
 
     /// The page rooted at `r` from `s` to `end`, counted exactly with its meta.

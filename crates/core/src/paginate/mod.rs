@@ -83,6 +83,7 @@ mod json;
 pub mod meta;
 mod path;
 mod reassemble;
+mod search;
 mod text;
 
 pub use path::{PathStep, ShownStep, parse_shown};
@@ -102,10 +103,10 @@ impl Document {
     /// [`Document::Text`] holding `text` unchanged.
     pub fn from_text(text: String) -> Document {
         let trimmed = text.trim_start();
-        if trimmed.starts_with('{') || trimmed.starts_with('[') {
-            if let Ok(v) = serde_json::from_str::<Value>(&text) {
-                return Document::Json(v);
-            }
+        if (trimmed.starts_with('{') || trimmed.starts_with('['))
+            && let Ok(v) = serde_json::from_str::<Value>(&text)
+        {
+            return Document::Json(v);
         }
         Document::Text(text)
     }
@@ -375,6 +376,7 @@ impl Pager {
             enc: &self.encoding,
             budget: self.budget,
             precision: self.precision,
+            loc_max: (self.budget / 8).max(path::LOC_MIN_CHARS),
         }
     }
 

@@ -11,7 +11,9 @@ use serde_json::Value;
 
 /// Longest location (in chars) written in full at the smallest budget; longer ones are
 /// abbreviated with `…`. Pagers pass `max(LOC_MIN_CHARS, budget / 8)`.
-pub(crate) const LOC_MIN_CHARS: usize = 64;
+pub(crate) const LOC_MIN_CHARS: usize = 48;
+/// Location length tried when a page does not fit with longer locations.
+pub(crate) const LOC_TINY_CHARS: usize = 12;
 /// Longest key (in chars) written in full inside an abbreviated location.
 const KEY_MAX_CHARS: usize = 24;
 

@@ -44,20 +44,20 @@ impl TextPaging<'_> {
     pub(crate) fn page(&self, at: TextPos, meta: &mut dyn FnMut(&PageInfo<'_>) -> String) -> Page {
         let text = self.text;
         let o = at.byte;
-        if o == 0 {
-            if let Some(tokens) = self.count_upto(text, self.budget) {
-                return Page {
-                    body: text.to_owned(),
-                    value: None,
-                    meta: None,
-                    tokens,
-                    shown: format!("lines 1-{0} of {0}", line_count(text)),
-                    start: Position::text(at),
-                    next: None,
-                    root: Vec::new(),
-                    oversized: false,
-                };
-            }
+        if o == 0
+            && let Some(tokens) = self.count_upto(text, self.budget)
+        {
+            return Page {
+                body: text.to_owned(),
+                value: None,
+                meta: None,
+                tokens,
+                shown: format!("lines 1-{0} of {0}", line_count(text)),
+                start: Position::text(at),
+                next: None,
+                root: Vec::new(),
+                oversized: false,
+            };
         }
         let total = line_count(text);
         let guess = self.shown(at, next_boundary(text, o), total);
@@ -105,26 +105,11 @@ impl TextPaging<'_> {
         meta: &mut dyn FnMut(&PageInfo<'_>) -> String,
     ) -> Option<Built> {
         let guess = cands.iter().rposition(|c| c.1 <= body_budget).unwrap_or(0);
-        let mut try_at = |i: usize| {
+        let try_at = |i: usize| {
             let b = self.build(at, cands[i].0, total, meta);
             (b.tokens <= self.budget).then_some(b)
         };
-        let (mut lo, mut best, mut hi) = match try_at(guess) {
-            Some(b) => (guess, b, cands.len()),
-            None if guess == 0 => return None,
-            None => (0, try_at(0)?, guess),
-        };
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            match try_at(mid) {
-                Some(b) => {
-                    lo = mid;
-                    best = b;
-                }
-                None => hi = mid,
-            }
-        }
-        Some(best)
+        super::search::largest_fit(cands.len(), guess, try_at)
     }
 
     /// Candidate ends (byte offsets) after `o` with estimated tokens: after each line, or
