@@ -270,6 +270,14 @@ fn transform(tool: &str, code: &str, v: &mut Value) {
     }
 }
 
+/// A document as a JSON value: its value, or a text as a JSON string.
+fn doc_value(d: Document) -> Value {
+    match d {
+        Document::Json(v) => v,
+        Document::Text(t) => Value::String(t),
+    }
+}
+
 /// Fits `docs` (laid out as `layout`) into `budget` tokens: whole, or page 1 + meta, or the
 /// elision envelope. Caches the documents when they do not fit.
 pub(crate) fn emit(
@@ -306,6 +314,20 @@ pub(crate) fn emit(
         };
     }
 
+    let names = b.names();
+    let n_layout_docs = docs.len();
+    let total: u64 = doc_tokens.iter().map(|&t| t as u64).sum();
+    let reserve = walk::meta_reserve("000000000000", docs.len(), total, enc, &names);
+    let merged = walk::needs_one_document(docs.len(), budget, reserve);
+    let (docs, rendered, doc_tokens) = if merged {
+        // A budget near the floor and several text items: page them as one JSON array (text
+        // items as JSON strings), which the core pager can always cut.
+        let d = Document::Json(Value::Array(docs.into_iter().map(doc_value).collect()));
+        let (text, t) = walk::doc_tokens(&d, precision, enc);
+        (vec![d], vec![text], vec![t])
+    } else {
+        (docs, rendered, doc_tokens)
+    };
     let bytes: usize = rendered.iter().map(String::len).sum();
     let budget_seed = (budget as u64).to_le_bytes();
     let precision_seed = precision.to_le_bytes();
@@ -317,7 +339,7 @@ pub(crate) fn emit(
     });
     drop(seed);
     drop(rendered);
-    let n_docs = docs.len();
+    let n_docs = n_layout_docs;
     // The same response shaped again (same id: same content, budget and precision) keeps
     // its cached entry, so cursors handed out for it earlier stay valid.
     let entry = match b.store.get(&id) {
@@ -328,7 +350,6 @@ pub(crate) fn emit(
             entry
         }
     };
-    let names = b.names();
     let id = entry.id.clone();
 
     if overflow == Overflow::Summary {
@@ -366,11 +387,17 @@ pub(crate) fn emit(
         }
     }
     let mut items = Vec::with_capacity(layout.len() + 1);
+    let mut placed = vec![false; entry.docs.len()];
     for slot in layout {
         match slot {
             Slot::Text { doc, extra } => {
-                if let Some(p) = page.parts.iter().find(|p| p.item == *doc) {
+                let d = if merged { 0 } else { *doc };
+                if placed.get(d).copied().unwrap_or(true) {
+                    continue;
+                }
+                if let Some(p) = page.parts.iter().find(|p| p.item == d) {
                     items.push(text_item(p.body.clone(), extra));
+                    placed[d] = true;
                 }
             }
             Slot::Other(v) => items.push(v.clone()),

@@ -17,7 +17,10 @@
 //!   never call the upstream server.
 //! - **Several text items** (`walk.rs`) are paged as one sequence in order: a page holds
 //!   whole items while they fit and cuts the first one that does not; each item stays its
-//!   own content item, so following the cursors gives every item back exactly.
+//!   own content item, so following the cursors gives every item back exactly. With a
+//!   budget near the floor (below about 360 tokens), where a whole item beside the meta item
+//!   might not fit and the core pager (floor 256) would not cut it, the items are instead
+//!   paged as one JSON array of their values (text items as JSON strings).
 //! - **Non-text items** (`resource_link`, `resource` with text, small images) cost no
 //!   model-visible tokens and are all kept on page 1, in their original order.
 //! - **structuredContent** (`structured.rs`): a member that is a string twin of a text item

@@ -4,7 +4,8 @@
 //! holds whole items while they fit, and the first item that does not fit is cut by the core
 //! [`Pager`] (which never cuts JSON in the middle and shows at least one new unit). Every item
 //! stays a separate content item, so following the cursors gives each item back exactly (its
-//! pages reassemble with `mcp_budget_core::paginate::reassemble`).
+//! pages reassemble with `mcp_budget_core::paginate::reassemble`). When the budget is too
+//! small for that (see [`needs_one_document`]), the caller pages the items as one JSON array.
 //!
 //! Budget: the token counts of the page's text items plus the meta item's never exceed the
 //! budget (each item is counted on its own, exactly as it goes out).
@@ -84,16 +85,29 @@ pub(crate) fn render_meta(
 
 /// Tokens kept free for the meta item while whole items are placed: a meta with a long
 /// cursor and a long `shown`, plus slack for BPE's non-additivity.
-fn meta_reserve(entry: &Entry, encoding: &Encoding, names: &ToolNames) -> usize {
-    let shown = format!("text {n}/{n}, text {n}/{n}", n = entry.docs.len().max(100));
+pub(crate) fn meta_reserve(
+    id: &str,
+    n_docs: usize,
+    total_tokens: u64,
+    encoding: &Encoding,
+    names: &ToolNames,
+) -> usize {
+    let shown = format!("text {n}/{n}, text {n}/{n}", n = n_docs.max(100));
     encoding.count(&render_meta(
-        &entry.id,
+        id,
         Some(999_999),
         &shown,
         Some(9_999_999),
-        entry.total_tokens,
+        total_tokens,
         names,
     )) + 8
+}
+
+/// Whether several text items must be paged as one JSON array instead of as a sequence:
+/// when the budget is so small that a whole item beside the meta item might not fit while
+/// the core pager, whose floor is [`mcp_budget_core::MIN_BUDGET_TOKENS`], would not cut it.
+pub(crate) fn needs_one_document(n_docs: usize, budget: usize, reserve: usize) -> bool {
+    n_docs > 1 && budget < mcp_budget_core::MIN_BUDGET_TOKENS + reserve
 }
 
 /// `shown` of one part: the pager's own for a response of one item, else prefixed with the
@@ -126,7 +140,13 @@ pub(crate) fn page(
         .copied()
         .unwrap_or(book.positions.len());
     let n = entry.docs.len();
-    let reserve = meta_reserve(entry, encoding, names);
+    let reserve = meta_reserve(
+        &entry.id,
+        entry.docs.len(),
+        entry.total_tokens,
+        encoding,
+        names,
+    );
 
     let mut parts: Vec<Part> = Vec::new();
     let mut shown: Vec<String> = Vec::new();
