@@ -122,3 +122,36 @@ proptest! {
         prop_assert_eq!(parts.concat(), items.concat());
     }
 }
+
+fn content_item() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        text_item().prop_map(|t| json!({"type": "text", "text": t})),
+        json_value().prop_map(
+            |v| json!({"type": "text", "text": serde_json::to_string_pretty(&v).unwrap()})
+        ),
+        Just(json!({"type": "resource_link", "uri": "demo://r", "name": "r"})),
+        Just(json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn every_page_of_any_result_stays_in_budget_and_cursors_end(
+        content in prop::collection::vec(content_item(), 0..5),
+        budget in 256usize..1200,
+        is_error in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let b = boundary(budget, &dir);
+        let n_other = content.iter().filter(|i| i["type"] != "text").count();
+        let first = b.shape_call_result("t", json!({"content": content, "isError": is_error}), 0);
+        prop_assert_eq!(&first["isError"], &json!(is_error));
+        let kept = first["content"].as_array().unwrap().iter().filter(|i| i["type"] != "text").count();
+        prop_assert_eq!(kept, n_other, "non-text items are kept on page 1");
+        // `follow` asserts the budget on every page and stops at the last one.
+        let pages = follow(&b, first, budget);
+        prop_assert!(pages.len() < 10_000);
+    }
+}

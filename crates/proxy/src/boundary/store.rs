@@ -150,11 +150,27 @@ impl Inner {
 }
 
 /// Cached responses by id.
-#[derive(Debug)]
 pub(crate) struct Store {
     inner: Mutex<Inner>,
     bound: usize,
     ttl: Duration,
+}
+
+impl std::fmt::Debug for Store {
+    // Never print the cached payloads.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (entries, bytes) = self
+            .inner
+            .lock()
+            .map(|i| (i.map.len(), i.bytes))
+            .unwrap_or_default();
+        f.debug_struct("Store")
+            .field("entries", &entries)
+            .field("bytes", &bytes)
+            .field("bound", &self.bound)
+            .field("ttl", &self.ttl)
+            .finish()
+    }
 }
 
 impl Store {
