@@ -25,6 +25,15 @@ use mcp_budget_core::wire::BlobOffload;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+/// Members whose string value names the MIME type of a sibling blob.
+const MIME_KEYS: [&str; 5] = [
+    "mimeType",
+    "mime_type",
+    "contentType",
+    "content_type",
+    "mediaType",
+];
+
 /// Writes blobs to files and describes them.
 #[derive(Debug, Clone)]
 pub(crate) struct BlobSink {
@@ -75,10 +84,25 @@ impl BlobSink {
     pub(crate) fn offload_in_value(&self, value: &mut Value) -> usize {
         let mut n = 0;
         for found in blob::find_blobs(value, self.threshold) {
+            // A sibling member naming the type (`{"mimeType":"application/pdf","data":"…"}`)
+            // says more than magic bytes can.
+            let sibling_mime = found
+                .path
+                .split_last()
+                .and_then(|(_, parent)| at_path(value, parent))
+                .and_then(|p| {
+                    MIME_KEYS
+                        .iter()
+                        .find_map(|k| p.get(*k).and_then(Value::as_str))
+                        .map(str::to_owned)
+                });
             let Some(slot) = at_path(value, &found.path) else {
                 continue;
             };
-            let Some(desc) = slot.as_str().and_then(|s| self.offload_str(s)) else {
+            let Some(desc) = slot
+                .as_str()
+                .and_then(|s| self.offload_string(s, sibling_mime.as_deref()))
+            else {
                 continue;
             };
             *slot = serde_json::to_value(desc).unwrap_or(Value::Null);
@@ -90,6 +114,12 @@ impl BlobSink {
     /// The description of a string that is a blob (a `data:` URI or wholly base64, decoding
     /// to more than the threshold), once written; `None` otherwise.
     pub(crate) fn offload_str(&self, s: &str) -> Option<BlobOffload> {
+        self.offload_string(s, None)
+    }
+
+    /// [`Self::offload_str`]; `hint` is the MIME type a sibling member declares, used when
+    /// the string itself (a `data:` header) does not name one.
+    fn offload_string(&self, s: &str, hint: Option<&str>) -> Option<BlobOffload> {
         if s.len() <= self.threshold {
             return None;
         }
@@ -97,7 +127,11 @@ impl BlobSink {
         if decoded.bytes.len() <= self.threshold {
             return None;
         }
-        self.write("base64", &decoded.mime(), &decoded.bytes)
+        let mime = match (&decoded.declared_mime, hint) {
+            (None, Some(h)) if !h.is_empty() => h.to_owned(),
+            _ => decoded.mime(),
+        };
+        self.write("base64", &mime, &decoded.bytes)
     }
 
     fn write(&self, kind: &str, mime: &str, bytes: &[u8]) -> Option<BlobOffload> {
@@ -264,9 +298,22 @@ mod tests {
         let b64 = STANDARD.encode(&bytes);
         let uri = format!("data:image/png;base64,{}", STANDARD.encode(png(3, 5, 200)));
         let prose = "word ".repeat(100);
-        let mut v = serde_json::json!({"a": b64, "b": [uri], "c": prose, "d": "short"});
-        assert_eq!(sink.offload_in_value(&mut v), 2);
+        let mut v = serde_json::json!({"a": b64, "b": [uri], "c": prose, "d": "short",
+            "e": {"mimeType": "application/pdf", "data": b64}});
+        assert_eq!(sink.offload_in_value(&mut v), 3);
+        assert_eq!(v["e"]["data"]["mimeType"], "application/pdf");
+        let stem = |p: &Value| {
+            let p = Path::new(p.as_str().unwrap());
+            (
+                p.file_stem().unwrap().to_owned(),
+                p.extension().unwrap().to_owned(),
+            )
+        };
+        let (pdf, a) = (stem(&v["e"]["data"]["path"]), stem(&v["a"]["path"]));
+        assert_eq!(pdf.0, a.0, "same bytes, same hash");
+        assert_eq!((pdf.1.to_str(), a.1.to_str()), (Some("pdf"), Some("bin")));
         assert_eq!(v["a"]["offloaded"], "base64");
+        assert_eq!(v["a"]["mimeType"], "application/octet-stream");
         assert_eq!(v["a"]["bytes"], 300);
         assert_eq!(v["b"][0]["mimeType"], "image/png");
         assert_eq!(v["b"][0]["width"], 3);
