@@ -4,17 +4,21 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use mcp_budget_core::tokens::Encoding;
-use mcp_budget_proxy::relay::{DEFAULT_MAX_LINE_BYTES, Relay, RelayOptions, Upstream};
+use mcp_budget_proxy::boundary::Boundary;
+use mcp_budget_proxy::config::Settings;
+use mcp_budget_proxy::relay::{DEFAULT_MAX_LINE_BYTES, Relay, RelayOptions, Shaper, Upstream};
 
 /// Flags of `mcp-budget proxy`.
 ///
 /// Flags win over their environment variables; see the proxy's config docs for how they meet
 /// the TOML file.
 #[derive(Debug, clap::Args)]
+#[command(override_usage = "mcp-budget proxy [OPTIONS] -- <COMMAND> [ARGS]...")]
 pub(crate) struct Args {
     /// Budget in tokens for one tools/call result [default: 10000]
     #[arg(long, value_name = "N", env = "MCP_BUDGET_MAX_TOKENS")]
@@ -74,16 +78,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut options = RelayOptions::default();
     options.max_line_bytes = args.max_line_bytes;
     options.shutdown_grace = Duration::from_millis(args.shutdown_grace_ms);
-    let relay = Relay::new(options);
-    // Shaping settings: wired to the boundary when it lands.
-    let _ = (
-        args.max_tokens,
-        args.encoding,
-        args.precision,
-        args.config,
-        args.log,
-        args.banner,
-    );
+    let settings = Settings {
+        max_tokens: args.max_tokens,
+        encoding: args.encoding,
+        precision: args.precision,
+        config_path: args.config,
+        log_path: args.log,
+        banner: args.banner,
+        ..Settings::default()
+    };
+    let boundary = Arc::new(Boundary::new(settings)?);
+    let relay = Relay::new(options).with_shaper(Arc::clone(&boundary) as Arc<dyn Shaper>);
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -94,6 +99,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let result = runtime.block_on(relay.run_stdio(&upstream));
     // tokio reads stdin on a blocking thread that may sit in read(2) forever.
     runtime.shutdown_timeout(Duration::from_millis(100));
+    // Telemetry records are written off the hot path: make sure the last ones are on disk.
+    boundary.flush_telemetry();
     let exit = result?;
     Ok(ExitCode::from(u8::try_from(exit.code).unwrap_or(1)))
 }

@@ -9,6 +9,7 @@
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::Value;
 use tokio::io::AsyncRead;
@@ -97,7 +98,16 @@ async fn answer_in_place_of_server(
 }
 
 async fn relay_line(line: Vec<u8>, shared: &Shared, out: &mpsc::Sender<Vec<u8>>) {
-    let (key, result) = match route::parse(&line) {
+    let started = Instant::now();
+    let parsed = route::parse(&line);
+    if line.len() > INLINE_SHAPE_BYTES {
+        log::debug(format_args!(
+            "envelope of a {}-byte line parsed in {:?}",
+            line.len(),
+            started.elapsed()
+        ));
+    }
+    let (key, result) = match parsed {
         Parsed::Message(envelope) => match (envelope.method.is_some(), envelope.id) {
             // A response: the only kind the client's pending table knows.
             (false, Some(id)) => {
@@ -178,6 +188,7 @@ fn shape(
     span: Range<usize>,
     upstream_ms: u64,
 ) -> Vec<u8> {
+    let started = Instant::now();
     let value: Value = match serde_json::from_slice(&line[span.clone()]) {
         Ok(value) => value,
         Err(e) => {
@@ -186,15 +197,23 @@ fn shape(
             return line;
         }
     };
+    let parsed = started.elapsed();
     let shaped = catch_unwind(AssertUnwindSafe(|| match &entry.track {
         Track::Call { tool } => shaper.shape_call_result(tool, value, upstream_ms),
         Track::List { first_page } => shaper.shape_list_result(value, *first_page),
         Track::Other => value,
     }));
+    let span_len = span.len();
     let spliced = match shaped {
         Ok(shaped) => reply::splice(&line, span, &shaped).map_err(|e| e.to_string()),
         Err(_) => Err("the shaper panicked".to_owned()),
     };
+    log::debug(format_args!(
+        "{} result of {} bytes: parsed in {parsed:?}, shaped and written in {:?}",
+        entry.method,
+        span_len,
+        started.elapsed() - parsed
+    ));
     spliced.unwrap_or_else(|e| {
         log::warn(format_args!(
             "shaping the answer to {} failed: {e}",

@@ -47,6 +47,7 @@ mod reply;
 mod route;
 mod scan;
 mod shaper;
+mod stdio;
 mod writer;
 
 pub use child::Upstream;
@@ -169,8 +170,8 @@ impl Relay {
     ///
     /// As [`Relay::run`].
     pub async fn run_stdio(&self, upstream: &Upstream) -> Result<RelayExit, RelayError> {
-        self.run(upstream, tokio::io::stdin(), tokio::io::stdout())
-            .await
+        let (client_in, client_out) = stdio::client_pipes();
+        self.run(upstream, client_in, client_out).await
     }
 
     /// Starts the server and relays between it and the client (`client_in`: what the client

@@ -1,5 +1,7 @@
 //! The seam between the relay (I/O) and the boundary (what gets shaped).
 
+use crate::boundary::Boundary;
+
 /// What rewrites the results the relay intercepts (the boundary, `crate::boundary`).
 ///
 /// Every method runs on tokio's blocking pool and may take its time; none may assume an
@@ -26,4 +28,28 @@ pub trait Shaper: Send + Sync + 'static {
     /// The shaped `result` of a `tools/list` response; `first_page` when the request had no
     /// cursor (the injected tools go on the first page only).
     fn shape_list_result(&self, result: serde_json::Value, first_page: bool) -> serde_json::Value;
+}
+
+impl Shaper for Boundary {
+    fn may_answer(&self, tool: &str) -> bool {
+        let (read_more, query_response) = self.injected_names();
+        tool == read_more || tool == query_response
+    }
+
+    fn answer_injected(&self, params: &serde_json::Value) -> Option<serde_json::Value> {
+        Boundary::answer_injected(self, params)
+    }
+
+    fn shape_call_result(
+        &self,
+        tool: &str,
+        result: serde_json::Value,
+        upstream_ms: u64,
+    ) -> serde_json::Value {
+        Boundary::shape_call_result(self, tool, result, upstream_ms)
+    }
+
+    fn shape_list_result(&self, result: serde_json::Value, first_page: bool) -> serde_json::Value {
+        Boundary::shape_list_result(self, result, first_page)
+    }
 }

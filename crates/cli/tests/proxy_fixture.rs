@@ -1,0 +1,251 @@
+//! `mcp-budget proxy -- mcp-budget fixture-server`, driven over pipes: the relay's behaviour
+//! with a real (deterministic) MCP server, in both protocol eras, with shaping on.
+
+use std::time::{Duration, Instant};
+
+use mcp_budget_core::tokens::Encoding;
+use serde_json::{Value, json};
+
+mod proxy_support;
+use proxy_support::{Proxy, STEP};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-budget");
+
+fn start(flags: &[&str], fixture_flags: &[&str]) -> Proxy {
+    let mut upstream = vec![BIN, "fixture-server"];
+    upstream.extend_from_slice(fixture_flags);
+    Proxy::start(flags, &upstream)
+}
+
+fn request(id: Value, method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+fn call(id: Value, tool: &str, arguments: Value) -> String {
+    request(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    )
+}
+
+fn initialize(proxy: &mut Proxy) {
+    proxy.send(&request(
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {"roots": {}},
+               "clientInfo": {"name": "test", "version": "0"}}),
+    ));
+    let msg = proxy.recv_json();
+    assert_eq!(msg["id"], 0, "{msg}");
+    assert_eq!(msg["result"]["protocolVersion"], "2025-06-18", "{msg}");
+    proxy.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+}
+
+/// The sum of the tokens of the `text` items of a result (the model-visible tokens).
+fn visible_tokens(result: &Value) -> usize {
+    result["content"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item["text"].as_str())
+                .map(|text| Encoding::Cl100kBase.count(text))
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn tool_names(result: &Value) -> Vec<String> {
+    result["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn tools_list_gets_the_injected_tools_in_both_protocol_eras() {
+    let mut proxy = start(&[], &[]);
+    initialize(&mut proxy);
+    proxy.send(&request(json!("l"), "tools/list", json!({})));
+    let msg = proxy.recv_json();
+    let names = tool_names(&msg["result"]);
+    assert!(names.iter().any(|n| n == "directory_tree"), "{names:?}");
+    assert!(names.iter().any(|n| n == "read_more"), "{names:?}");
+    assert!(names.iter().any(|n| n == "query_response"), "{names:?}");
+
+    let mut proxy = start(&[], &["--protocol", "2026-07-28"]);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    proxy.send(&request(
+        json!(1),
+        "server/discover",
+        json!({"_meta": meta}),
+    ));
+    let msg = proxy.recv_json();
+    assert_eq!(msg["id"], 1, "{msg}");
+    assert!(msg["result"].is_object(), "{msg}");
+    proxy.send(&request(json!(2), "tools/list", json!({"_meta": meta})));
+    let msg = proxy.recv_json();
+    assert_eq!(msg["result"]["resultType"], "complete", "{msg}");
+    let names = tool_names(&msg["result"]);
+    assert!(names.iter().any(|n| n == "read_more"), "{names:?}");
+    proxy.send(&request(
+        json!(3),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"a": 1}, "_meta": meta}),
+    ));
+    let msg = proxy.recv_json();
+    assert_eq!(msg["id"], 3, "{msg}");
+    assert_eq!(msg["result"]["resultType"], "complete", "{msg}");
+    assert_eq!(msg["result"]["content"][0]["text"], r#"{"a":1}"#, "{msg}");
+}
+
+#[test]
+fn a_slow_call_does_not_hold_up_later_ones() {
+    let mut proxy = start(&[], &[]);
+    initialize(&mut proxy);
+    proxy.send(&call(json!(1), "slow", json!({"ms": 1500})));
+    proxy.send(&call(json!(2), "echo", json!({"b": 2})));
+    let first = proxy.recv_json();
+    assert_eq!(first["id"], 2, "{first}");
+    let second = proxy.recv_json();
+    assert_eq!(second["id"], 1, "{second}");
+    assert_eq!(second["result"]["content"][0]["text"], "slept 1500 ms");
+}
+
+#[test]
+fn a_big_result_is_shaped_while_small_ones_pass() {
+    let mut proxy = start(&["--max-tokens", "2000"], &[]);
+    initialize(&mut proxy);
+    proxy.send(&request(json!("l"), "tools/list", json!({})));
+    proxy.recv_json();
+    // About 5 MB of pretty JSON, then small calls right behind it.
+    proxy.send(&call(
+        json!("big"),
+        "directory_tree",
+        json!({"entries": 60000}),
+    ));
+    for i in 0..5 {
+        proxy.send(&call(json!(i), "echo", json!({"i": i})));
+    }
+    let mut big = None;
+    let mut small = 0;
+    for _ in 0..6 {
+        let msg = proxy.recv_json();
+        if msg["id"] == "big" {
+            big = Some(msg);
+        } else {
+            assert_eq!(
+                msg["result"]["content"][0]["text"],
+                json!({"i": msg["id"]}).to_string()
+            );
+            small += 1;
+        }
+    }
+    assert_eq!(small, 5);
+    let big = big.expect("the big result");
+    let result = &big["result"];
+    assert!(
+        visible_tokens(result) <= 2000,
+        "{} tokens",
+        visible_tokens(result)
+    );
+    let items = result["content"].as_array().expect("content");
+    let meta: Value =
+        serde_json::from_str(items.last().and_then(|i| i["text"].as_str()).unwrap_or(""))
+            .expect("meta item is JSON");
+    assert_eq!(meta["truncated"], true, "{meta}");
+    let cursor = meta["next_cursor"]
+        .as_str()
+        .expect("next_cursor")
+        .to_owned();
+
+    // read_more is answered by the proxy, never the server.
+    proxy.send(&call(json!("more"), "read_more", json!({"cursor": cursor})));
+    let page2 = proxy.recv_json();
+    assert_eq!(page2["id"], "more", "{page2}");
+    assert!(page2["result"].get("isError").is_none(), "{page2}");
+    assert!(visible_tokens(&page2["result"]) <= 2000);
+}
+
+#[test]
+fn a_garbage_line_from_the_server_is_dropped_and_its_call_still_answered() {
+    let mut proxy = start(&[], &[]);
+    initialize(&mut proxy);
+    proxy.send(&call(json!(7), "garbage", json!({})));
+    // recv() checks every stdout line is JSON: the garbage line never reaches the client.
+    let msg = proxy.recv_json();
+    assert_eq!(msg["id"], 7, "{msg}");
+    assert_eq!(msg["result"]["content"][0]["text"], "ok");
+    assert!(
+        proxy.stderr_text().contains("fixture garbage"),
+        "{}",
+        proxy.stderr_text()
+    );
+}
+
+#[test]
+fn progress_and_log_notifications_arrive_in_order_before_the_result() {
+    let mut proxy = start(&[], &[]);
+    initialize(&mut proxy);
+    proxy.send(&request(
+        json!(8),
+        "tools/call",
+        json!({"name": "progress", "arguments": {"steps": 20}, "_meta": {"progressToken": "p8"}}),
+    ));
+    for step in 1..=20 {
+        let msg = proxy.recv_json();
+        assert_eq!(msg["method"], "notifications/progress", "{msg}");
+        assert_eq!(msg["params"]["progress"], step, "{msg}");
+    }
+    let msg = proxy.recv_json();
+    assert_eq!(msg["method"], "notifications/message", "{msg}");
+    let msg = proxy.recv_json();
+    assert_eq!(msg["id"], 8, "{msg}");
+}
+
+#[test]
+fn the_server_asks_the_client_for_roots_through_the_proxy() {
+    let mut proxy = start(&[], &[]);
+    initialize(&mut proxy);
+    proxy.send(&call(json!(9), "roots", json!({})));
+    let ask = proxy.recv_json();
+    assert_eq!(ask["method"], "roots/list", "{ask}");
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"],
+                        "result": {"roots": [{"uri": "file:///work", "name": "work"}]}});
+    proxy.send(&answer.to_string());
+    let msg = proxy.recv_json();
+    assert_eq!(msg["id"], 9, "{msg}");
+    let text = msg["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("file:///work"), "{msg}");
+}
+
+#[test]
+fn a_crash_in_the_middle_of_a_call_fails_every_call_in_flight() {
+    let mut proxy = start(&[], &[]);
+    initialize(&mut proxy);
+    proxy.send(&call(json!(10), "slow", json!({"ms": 60000})));
+    proxy.send(&call(json!(11), "crash", json!({})));
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let msg = proxy.recv_json();
+        assert_eq!(msg["error"]["code"], -32000, "{msg}");
+        let message = msg["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("exited with status 70"), "{msg}");
+        ids.push(msg["id"].as_i64().unwrap_or_default());
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, [10, 11]);
+    let start = Instant::now();
+    let status = proxy.wait(STEP);
+    assert_eq!(status.code(), Some(70));
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
