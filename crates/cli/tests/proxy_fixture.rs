@@ -249,3 +249,112 @@ fn a_crash_in_the_middle_of_a_call_fails_every_call_in_flight() {
     assert_eq!(status.code(), Some(70));
     assert!(start.elapsed() < Duration::from_secs(5));
 }
+
+/// Sends `lines` to the fixture directly and through the proxy; returns both transcripts (the
+/// lines each client received, one per request sent).
+fn transcripts(fixture_flags: &[&str], lines: &[String]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let mut direct = Proxy::spawn(
+        std::process::Command::new(BIN)
+            .arg("fixture-server")
+            .args(fixture_flags),
+    );
+    let mut proxied = start(&[], fixture_flags);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for line in lines {
+        let is_request = serde_json::from_str::<Value>(line).is_ok_and(|v| v.get("id").is_some());
+        direct.send(line);
+        proxied.send(line);
+        if is_request {
+            a.push(direct.recv());
+            b.push(proxied.recv());
+        }
+    }
+    (a, b)
+}
+
+#[test]
+fn every_handshake_version_passes_byte_for_byte() {
+    for version in [
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+        "1999-01-01",
+    ] {
+        let lines = [
+            request(
+                json!(1),
+                "initialize",
+                json!({"protocolVersion": version, "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "0"}, "_meta": {"x": 1}}),
+            ),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":"p","method":"ping","params":{"_meta":{"progressToken":1}}}"#
+                .to_owned(),
+            r#"{"jsonrpc":"2.0","id":null,"method":"resources/list"}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":2.5,"method":"server/discover"}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope"}}"#.to_owned(),
+        ];
+        let (direct, proxied) = transcripts(&[], &lines);
+        for (d, p) in direct.iter().zip(&proxied) {
+            assert_eq!(
+                String::from_utf8_lossy(p),
+                String::from_utf8_lossy(d),
+                "version {version}"
+            );
+        }
+        let init: Value = serde_json::from_slice(&proxied[0]).unwrap_or_default();
+        let expected = if version == "1999-01-01" {
+            "2025-11-25"
+        } else {
+            version
+        };
+        assert_eq!(init["result"]["protocolVersion"], expected);
+    }
+}
+
+#[test]
+fn stateless_requests_pass_byte_for_byte() {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {"roots": {}},
+                      "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}});
+    let old = json!({"io.modelcontextprotocol/protocolVersion": "2025-06-18",
+                     "io.modelcontextprotocol/clientCapabilities": {}});
+    let lines = [
+        request(json!(1), "server/discover", json!({"_meta": meta})),
+        request(
+            json!("i"),
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "_meta": meta}),
+        ),
+        request(json!(2), "ping", json!({"_meta": meta})),
+        request(json!(3), "ping", json!({"_meta": old})),
+        request(json!(4), "prompts/list", json!({"_meta": meta})),
+    ];
+    let (direct, proxied) = transcripts(&["--protocol", "2026-07-28"], &lines);
+    for (d, p) in direct.iter().zip(&proxied) {
+        assert_eq!(String::from_utf8_lossy(p), String::from_utf8_lossy(d));
+    }
+    let discover: Value = serde_json::from_slice(&proxied[0]).unwrap_or_default();
+    assert_eq!(discover["result"]["supportedVersions"][0], "2026-07-28");
+    let refused: Value = serde_json::from_slice(&proxied[3]).unwrap_or_default();
+    assert!(refused["error"]["code"].is_i64(), "{refused}");
+}
+
+#[test]
+fn answers_still_reach_a_client_that_closed_its_input() {
+    let mut proxy = start(&[], &[]);
+    initialize(&mut proxy);
+    proxy.send(&call(json!(1), "slow", json!({"ms": 400})));
+    proxy.send(&call(json!(2), "directory_tree", json!({"entries": 3000})));
+    proxy.close_stdin();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let msg = proxy.recv_json();
+        assert!(msg.get("result").is_some(), "{msg}");
+        ids.push(msg["id"].as_i64().unwrap_or_default());
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2]);
+    assert_eq!(proxy.wait(STEP).code(), Some(0));
+}
