@@ -167,3 +167,57 @@ fn structured_twin_is_dropped_only_when_the_tool_has_no_output_schema() {
             .is_valid(&out["structuredContent"])
     );
 }
+
+#[test]
+fn a_paged_value_twin_follows_page_one_and_stays_valid() {
+    let schema = json!({"type": "object", "properties": {
+        "items": {"type": "array", "items": {"type": "object", "properties": {
+            "id": {"type": "integer"}, "name": {"type": "string"}, "score": {"type": "number"},
+            "tags": {"type": "array", "items": {"type": "string"}}},
+            "required": ["id", "name", "score", "tags"], "additionalProperties": false}},
+        "total": {"type": "integer"}}, "required": ["items", "total"], "additionalProperties": false});
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let items: Vec<Value> = (0..400)
+        .map(|i| json!({"id": i, "name": format!("item {i}"), "score": 335.115_893_940_876_73 + i as f64, "tags": ["alpha", "bravo"]}))
+        .collect();
+    let sc = json!({"items": items, "total": 400});
+    assert!(validator.is_valid(&sc));
+    let result = json!({"content": [{"type": "text", "text": serde_json::to_string(&sc).unwrap()}], "structuredContent": sc});
+    let list = json!({"tools": [{"name": "structured", "inputSchema": {"type": "object"}, "outputSchema": schema}]});
+    let dir = tempfile::tempdir().unwrap();
+    for budget in [256, 300, 700, 2000] {
+        let b = boundary(budget, &dir);
+        b.shape_list_result(list.clone(), true);
+        let out = b.shape_call_result("structured", result.clone(), 1);
+        assert!(visible_tokens(&out, false) <= budget);
+        let got = &out["structuredContent"];
+        assert!(validator.is_valid(got), "budget {budget}: {got}");
+        let page: Value = serde_json::from_str(&texts(&out)[0]).unwrap();
+        assert_eq!(
+            got["items"].as_array().unwrap().len(),
+            page["items"].as_array().unwrap().len(),
+            "budget {budget}: the twin holds the items page 1 shows"
+        );
+        assert_eq!(got["total"], 400);
+    }
+    // Summary mode: reduced, still valid.
+    let file = ConfigFile::parse(
+        "[defaults]\noverflow = \"summary\"\n",
+        std::path::Path::new("t.toml"),
+    )
+    .unwrap();
+    let b = Boundary::new(Settings {
+        max_tokens: Some(400),
+        file: Some(file),
+        blob_dir: Some(dir.path().to_path_buf()),
+        ..Settings::default()
+    })
+    .unwrap();
+    b.shape_list_result(list, true);
+    let out = b.shape_call_result("structured", result, 1);
+    assert!(
+        validator.is_valid(&out["structuredContent"]),
+        "{}",
+        out["structuredContent"]
+    );
+}

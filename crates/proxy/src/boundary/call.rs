@@ -28,7 +28,7 @@ use serde_json::{Map, Value, json};
 
 use super::Boundary;
 use super::store::Entry;
-use super::structured;
+use super::structured::{self, TwinFate};
 use super::walk::{self, ToolNames};
 use crate::config::Overflow;
 
@@ -203,14 +203,19 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
         let twin = structured::find_twin(&sc, &orig_texts);
         let has_schema = b.has_output_schema(tool);
         let shown = &emitted.shown;
-        match structured::shape(sc, &twin, has_schema, |i| {
+        let fate = match emitted.mode {
+            EmitMode::Whole => TwinFate::Whole,
+            EmitMode::Paged => TwinFate::Paged,
+            EmitMode::Elided => TwinFate::Elided,
+        };
+        match structured::shape(sc, &twin, has_schema, fate, |i| {
             shown.get(i).cloned().unwrap_or_default()
         }) {
             Some(sc) => {
                 obj.insert("structuredContent".into(), sc);
             }
             None => {
-                obj.remove("structuredContent");
+                obj.shift_remove("structuredContent");
             }
         }
     }

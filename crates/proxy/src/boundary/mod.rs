@@ -25,8 +25,11 @@
 //!   model-visible tokens and are all kept on page 1, in their original order.
 //! - **structuredContent** (`structured.rs`): a member that is a string twin of a text item
 //!   (`{"content": <the text>}`, the filesystem server) carries what that text item carries
-//!   (compacted text or page 1), so it stays valid against `{content: string}`; a value twin
-//!   or anything else is kept whole; a twin is dropped only when `tools/list` showed that the
+//!   (compacted text or page 1), so it stays valid against `{content: string}`. A value twin
+//!   (structuredContent equal to a text item's JSON) follows page 1 when the text is paged:
+//!   arrays cut to the elements page 1 shows, members page 1 does not show filled from the
+//!   original (short values kept, arrays empty), so types and required members still hold.
+//!   Anything else is kept whole. A twin is dropped only when `tools/list` showed that the
 //!   tool declares no outputSchema.
 //! - **Blobs** (`blobs.rs`): image/audio `data`, resource `blob`, and base64 / `data:`
 //!   strings inside JSON text that decode to more than the threshold are written to files
