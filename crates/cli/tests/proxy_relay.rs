@@ -426,3 +426,23 @@ fn a_missing_upstream_command_is_an_error() {
     assert!(!out.status.success());
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn a_cancelled_request_gets_no_error_when_the_server_exits() {
+    let mut proxy = start(&[], &[]);
+    let cancelled = r#"{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"slow"}}"#;
+    let live = r#"{"jsonrpc":"2.0","id":"c2","method":"tools/call","params":{"name":"slow"}}"#;
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"user"}}"#;
+    for line in [cancelled, live, cancel] {
+        proxy.send(line);
+        assert_eq!(proxy.received_by_upstream(), line);
+    }
+    proxy.send(r#"{"jsonrpc":"2.0","method":"test/exit","params":{"code":0}}"#);
+    let msg = proxy.recv_json();
+    assert_error(&msg, json!("c2"), -32000);
+    assert_eq!(proxy.wait(STEP).code(), Some(0));
+    assert!(
+        proxy.lines_left().is_empty(),
+        "only the live request is answered"
+    );
+}

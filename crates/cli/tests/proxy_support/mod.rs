@@ -141,6 +141,15 @@ impl Proxy {
         assert_eq!(self.received_by_upstream(), line);
     }
 
+    /// Every line still to come, once the proxy has closed its stdout.
+    pub fn lines_left(&self) -> Vec<Vec<u8>> {
+        let mut left = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(STEP) {
+            left.push(line);
+        }
+        left
+    }
+
     pub fn close_stdin(&mut self) {
         self.stdin = None;
     }
