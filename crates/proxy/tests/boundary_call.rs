@@ -294,3 +294,16 @@ fn results_that_are_not_call_tool_results_pass_unchanged() {
         assert_eq!(b.shape_call_result("t", v.clone(), 1), v);
     }
 }
+
+#[test]
+fn a_key_too_big_for_any_page_is_paged_as_text_within_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(256, &dir);
+    let key: String = (0..400).map(|i| format!("seg{i}/")).collect();
+    let value = json!({"rows": (0..50).collect::<Vec<u32>>(), key.clone(): 1});
+    let compact = serde_json::to_string(&value).unwrap();
+    let r = json!({"content": [{"type": "text", "text": serde_json::to_string_pretty(&value).unwrap()}]});
+    let pages = follow(&b, b.shape_call_result("t", r, 1), 256);
+    let joined: String = pages.iter().map(|p| texts(p)[0].clone()).collect();
+    assert_eq!(joined, compact);
+}

@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use mcp_budget_core::paginate::Document;
 use mcp_budget_core::summary;
+use mcp_budget_core::tokens::Encoding;
 use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
@@ -275,6 +276,20 @@ fn transform(tool: &str, code: &str, v: &mut Value) {
     }
 }
 
+/// Whether `v` holds an object key or a number whose own tokens come near `room` (the page
+/// budget less the meta item). Only units longer than `room / 2` bytes are counted.
+fn has_oversized_unit(v: &Value, room: usize, enc: &Encoding) -> bool {
+    let too_big = |s: &str| s.len() > room / 2 && enc.count(s) + 16 > room;
+    match v {
+        Value::Number(n) => too_big(&n.to_string()),
+        Value::Array(a) => a.iter().any(|e| has_oversized_unit(e, room, enc)),
+        Value::Object(o) => o
+            .iter()
+            .any(|(k, e)| too_big(k) || has_oversized_unit(e, room, enc)),
+        _ => false,
+    }
+}
+
 /// A document as a JSON value: its value, or a text as a JSON string.
 fn doc_value(d: Document) -> Value {
     match d {
@@ -333,6 +348,19 @@ pub(crate) fn emit(
     } else {
         (docs, rendered, doc_tokens)
     };
+    // A JSON document with a unit the pager cannot cut (an object key or a number) too big
+    // for a page beside the meta item is paged as its compact text instead: cut at character
+    // boundaries, lossless, within the budget (its pages are not JSON values on their own).
+    let docs: Vec<Document> = docs
+        .into_iter()
+        .zip(&rendered)
+        .map(|(d, text)| match &d {
+            Document::Json(v) if has_oversized_unit(v, budget.saturating_sub(reserve), enc) => {
+                Document::Text(text.clone())
+            }
+            _ => d,
+        })
+        .collect();
     let bytes: usize = rendered.iter().map(String::len).sum();
     let budget_seed = (budget as u64).to_le_bytes();
     let precision_seed = precision.to_le_bytes();

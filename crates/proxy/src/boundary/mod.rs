@@ -21,6 +21,9 @@
 //!   budget near the floor (below about 360 tokens), where a whole item beside the meta item
 //!   might not fit and the core pager (floor 256) would not cut it, the items are instead
 //!   paged as one JSON array of their values (text items as JSON strings).
+//! - **Units too big for a page**: a JSON text whose object key or number is too big to sit
+//!   on a page beside the meta item (the pager never splits those) is paged as its compact
+//!   text instead, cut at character boundaries, so the budget still holds.
 //! - **Non-text items** (`resource_link`, `resource` with text, small images) cost no
 //!   model-visible tokens and are all kept on page 1, in their original order.
 //! - **structuredContent** (`structured.rs`): a member that is a string twin of a text item
