@@ -159,8 +159,8 @@ impl BlobSink {
     /// Writes `bytes` as `name` in the blob directory (0600, the directory 0700) and returns
     /// the file's path; `None` on any I/O failure or an unsafe directory.
     fn store(&self, name: &str, bytes: &[u8]) -> Option<PathBuf> {
-        ensure_private_dir(&self.dir)?;
-        let path = self.dir.join(name);
+        let dir = self.usable_dir()?;
+        let path = dir.join(name);
         if let Ok(meta) = std::fs::symlink_metadata(&path) {
             if meta.is_file() && meta.len() == bytes.len() as u64 {
                 return Some(path);
@@ -168,7 +168,7 @@ impl BlobSink {
             return None;
         }
         // Write under a unique temporary name, then rename: readers never see half a file.
-        let tmp = self.dir.join(format!(
+        let tmp = dir.join(format!(
             ".{name}.{}.{}.tmp",
             std::process::id(),
             TMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -192,14 +192,37 @@ impl BlobSink {
     }
 }
 
+impl BlobSink {
+    /// The blob directory, or, when it belongs to another user (a shared temp dir), a
+    /// sibling named with this process's uid (`mcp-budget-blobs-1000`).
+    fn usable_dir(&self) -> Option<PathBuf> {
+        let uid = my_uid();
+        if ensure_private_dir(&self.dir, uid).is_some() {
+            return Some(self.dir.clone());
+        }
+        let uid = uid?;
+        let mut name = self.dir.file_name()?.to_os_string();
+        name.push(format!("-{uid}"));
+        let alt = self.dir.with_file_name(name);
+        ensure_private_dir(&alt, Some(uid)).map(|()| alt)
+    }
+}
+
+/// This process's uid (Linux: the owner of `/proc/self`).
+fn my_uid() -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").ok().map(|m| m.uid())
+}
+
 static TMP_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Creates `dir` with mode 0700 if needed; refuses a symlink or a directory that others can
-/// read or write and whose mode cannot be fixed (someone else's).
-fn ensure_private_dir(dir: &Path) -> Option<()> {
+/// Creates `dir` with mode 0700 if needed; refuses a symlink, a directory of another user
+/// (when `uid` is known), or one that others can read or write and whose mode cannot be fixed.
+fn ensure_private_dir(dir: &Path, uid: Option<u32>) -> Option<()> {
+    use std::os::unix::fs::MetadataExt;
     match std::fs::symlink_metadata(dir) {
         Ok(meta) => {
-            if !meta.is_dir() {
+            if !meta.is_dir() || uid.is_some_and(|u| u != meta.uid()) {
                 return None;
             }
             if meta.permissions().mode() & 0o077 != 0 {
@@ -331,5 +354,19 @@ mod tests {
         );
         assert!(sink.offload_str(&"0123456789abcdef".repeat(20)).is_none());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn an_unusable_directory_falls_back_to_a_per_user_sibling() {
+        let dir = tempfile::tempdir().unwrap();
+        let taken = dir.path().join("mcp-budget-blobs");
+        std::fs::write(&taken, b"not a directory").unwrap();
+        let sink = BlobSink::new(taken.clone(), 16);
+        let item = serde_json::json!({"type":"image","data":STANDARD.encode(png(2, 2, 100))});
+        let d = sink.offload_item(&item).unwrap();
+        let parent = Path::new(&d.path).parent().unwrap().to_owned();
+        assert_ne!(parent, taken);
+        let name = parent.file_name().unwrap().to_str().unwrap().to_owned();
+        assert!(name.starts_with("mcp-budget-blobs-"), "{name}");
     }
 }
