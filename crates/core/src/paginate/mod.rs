@@ -39,7 +39,10 @@
 //!   `FROM` is `$` on page 1.
 //! - any of these followed by ` (body is R)` when the page body is the sub-tree at `R`.
 //!
-//! Locations longer than about 72 characters are abbreviated with `…` for humans; the
+//! A location longer than `max(48, budget / 8)` characters (1,250 at the default budget of
+//! 10,000 tokens) is abbreviated with `…` (long keys cut, middle steps dropped), and when a
+//! page would not fit otherwise (tiny budgets, very deep paths) locations shrink to about 12
+//! characters. An abbreviated `shown` is for humans only: a client cannot merge by it, the
 //! [`Position`] stays exact.
 //!
 //! ## Merge rule (reassembling JSON pages)
