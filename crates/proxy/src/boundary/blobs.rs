@@ -10,7 +10,8 @@
 //!   rules of [`mcp_budget_core::blob`] (prose, hex ids, UUIDs are not blobs): the string
 //!   becomes the description object; a `text` item that is wholly such a string likewise.
 //!
-//! Files go to one directory (default `$TMPDIR/mcp-budget-blobs`, mode 0700) and are named by
+//! Files go to one directory (default `$TMPDIR/mcp-budget-blobs`, mode 0700; when that one
+//! belongs to another user, `$TMPDIR/mcp-budget-blobs-<uid>`) and are named by
 //! the SHA-256 of the decoded bytes plus an extension from the MIME type, mode 0600. Writing
 //! the same bytes twice reuses the file. Pixel sizes come from the `imagesize` crate. Any
 //! I/O failure leaves the blob inline: shaping never fails, and never loses data, because of
