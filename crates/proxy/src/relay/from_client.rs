@@ -17,8 +17,8 @@ use super::route::{self, Entry, Parsed, Track};
 use super::scan::Scan;
 use super::{Shared, log, reply};
 
-/// The server's stdin, until it breaks.
-struct ToServer {
+/// The server's stdin, until it breaks. Dropping it closes the pipe.
+pub(crate) struct ToServer {
     stdin: Option<BufWriter<ChildStdin>>,
 }
 
@@ -55,14 +55,15 @@ impl ToServer {
     }
 }
 
-/// Relays the client's lines until the client closes its end (or its stdin fails); then the
-/// server's stdin is closed, which tells a well-behaved server to exit.
+/// Relays the client's lines until the client closes its end (or its stdin fails), and
+/// returns the server's stdin, flushed: the caller closes it (by dropping it), which tells a
+/// well-behaved server to exit, once it has taken note that the client left first.
 pub(crate) async fn run<I: AsyncRead + Unpin>(
     mut lines: LineReader<I>,
     stdin: ChildStdin,
     shared: Arc<Shared>,
     out: mpsc::Sender<Vec<u8>>,
-) {
+) -> ToServer {
     let mut server = ToServer {
         stdin: Some(BufWriter::with_capacity(64 * 1024, stdin)),
     };
@@ -103,10 +104,10 @@ pub(crate) async fn run<I: AsyncRead + Unpin>(
         }
     }
     server.flush().await;
-    // Dropping the writer closes the server's stdin.
     log::debug(format_args!(
         "client closed its end; closing the upstream server's stdin"
     ));
+    server
 }
 
 async fn send(out: &mpsc::Sender<Vec<u8>>, line: Vec<u8>) {

@@ -226,7 +226,12 @@ impl Relay {
             Exited(std::process::ExitStatus),
         }
         let first = tokio::select! {
-            _ = &mut client => First::Client,
+            // Dropping what the client task returns closes the server's stdin: only now,
+            // so that a server exiting on that is never taken for one that exited first.
+            stdin = &mut client => {
+                drop(stdin);
+                First::Client
+            }
             _ = &mut server => First::Server,
             status = child.wait() => First::Exited(status.map_err(RelayError::Wait)?),
         };
