@@ -66,6 +66,17 @@ fn parse(kind: &Kind, bytes: &[u8]) -> Option<Document> {
     }
 }
 
+/// The JSON-RPC response line that carries `text` as a tool result: what the proxy actually
+/// parses before it can page a text result.
+fn jsonrpc_line(text: &str) -> Vec<u8> {
+    let v = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": 7,
+        "result": {"content": [{"type": "text", "text": text}], "isError": false}
+    });
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
 fn page1(pager: &Pager, doc: &Document) -> usize {
     match pager.page(doc, &Position::start(), &mut |info| render_meta(info)) {
         Ok(page) => page.body.len(),
@@ -95,16 +106,23 @@ fn main() {
 
     // What page 1 looks like, so a regression in the pager shows here before in the numbers.
     println!("\n## Page 1 of each input (budget {BUDGET} tokens, cl100k_base)\n");
-    println!("| input | bytes | page 1 bytes | page 1 tokens (body+meta) | shown | has next |");
-    println!("|---|---:|---:|---:|---|---|");
+    println!(
+        "| input | bytes | page 1 bytes | page 1 tokens (body+meta) | meta renders | shown | has next |"
+    );
+    println!("|---|---:|---:|---:|---:|---|---|");
     for (name, kind, bytes) in &inputs {
         let Some(doc) = parse(kind, bytes) else {
             println!("| {name} | {} | (does not parse) | | | |", bytes.len());
             continue;
         };
-        match pager.page(&doc, &Position::start(), &mut |info| render_meta(info)) {
+        let mut renders = 0;
+        let page = pager.page(&doc, &Position::start(), &mut |info| {
+            renders += 1;
+            render_meta(info)
+        });
+        match page {
             Ok(p) => println!(
-                "| {name} | {} | {} | {} | `{}` | {} |",
+                "| {name} | {} | {} | {} | {renders} | `{}` | {} |",
                 bytes.len(),
                 p.body.len(),
                 p.tokens,
@@ -134,6 +152,14 @@ fn main() {
             group.bench_with_input(BenchmarkId::new("page1-only", name), &doc, |b, doc| {
                 b.iter(|| page1(&pager, black_box(doc)))
             });
+        }
+        if let Kind::Text = kind {
+            let line = jsonrpc_line(std::str::from_utf8(bytes).unwrap_or_default());
+            group.bench_with_input(
+                BenchmarkId::new("baseline-jsonrpc", name),
+                &line,
+                |b, line| b.iter(|| serde_json::from_slice::<Value>(black_box(line)).is_ok()),
+            );
         }
     }
     group.finish();
@@ -174,6 +200,21 @@ fn main() {
             ms(t("baseline")),
             ms(t("parse+page1")),
             ms(t("page1-only"))
+        );
+    }
+    // For the text, a second row: against parsing the JSON-RPC line that carries it.
+    let text = &inputs[2].0;
+    if let (Some(p), Some(j), Some(s)) = (
+        mean_secs("page1", "page1-only", text),
+        mean_secs("page1", "baseline-jsonrpc", text),
+        mean_secs("page1", "baseline", text),
+    ) {
+        println!(
+            "| {text} as a JSON-RPC line | {:.1} | {:.1} | {:.1} | {:.2}× |",
+            j * 1e3,
+            (j + s + p) * 1e3,
+            p * 1e3,
+            (j + s + p) / j
         );
     }
     let base = mean_secs("compact", "serde_json-to_string", "rows-5MB");

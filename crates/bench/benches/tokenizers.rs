@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use mcp_budget_bench::backends::{Backend, Implementation, Vocab};
 use mcp_budget_bench::mean_secs;
+use mcp_budget_core::tokens::Encoding;
 use serde_json::Value;
 
 const PROBE: &str = env!("CARGO_BIN_EXE_tokenizer_probe");
@@ -132,8 +133,39 @@ fn main() {
         }
         group.finish();
     }
+    // Early exit: what `Encoding::fits(text, 10_000)` costs on inputs far over that budget
+    // (bpe-openai's count_till_limit stops once the limit is passed; the others must count
+    // everything).
+    let mut group = c.benchmark_group("early-exit-cl100k_base");
+    for (name, text) in &inputs[1..] {
+        group.bench_with_input(BenchmarkId::new("fits-10k", name), text, |bench, t| {
+            bench.iter(|| Encoding::Cl100kBase.fits(black_box(t), 10_000))
+        });
+    }
+    group.finish();
     c.final_summary();
     throughput_table(&ran);
+    early_exit_table(&inputs[1..]);
+}
+
+/// Time of `fits(text, 10_000)` against a full count by bpe-openai.
+fn early_exit_table(inputs: &[(&'static str, String)]) {
+    println!("\n## Early exit: bpe-openai `fits(text, 10000)` vs full `count` (cl100k_base)\n");
+    println!("| input | bytes | count (ms) | fits 10k (ms) | speed-up |");
+    println!("|---|---:|---:|---:|---:|");
+    for (name, text) in inputs {
+        let full = mean_secs("tokenizers-cl100k_base", "bpe-openai", name);
+        let fits = mean_secs("early-exit-cl100k_base", "fits-10k", name);
+        if let (Some(full), Some(fits)) = (full, fits) {
+            println!(
+                "| {name} | {} | {:.2} | {:.3} | {:.0}× |",
+                text.len(),
+                full * 1e3,
+                fits * 1e3,
+                full / fits
+            );
+        }
+    }
 }
 
 /// Every backend counts every input (and the fixture's compact form); prints the counts and
