@@ -661,3 +661,29 @@ fn paging_is_tight() {
         }
     }
 }
+
+#[test]
+fn positions_survive_their_text_form() {
+    let docs = [
+        Document::Json(
+            json!({"name": "listing", "rows": rows(200), "text": "东京 naïve ".repeat(300)}),
+        ),
+        Document::Text((1..=500).map(|i| format!("línea {i} 🚀\r\n")).collect()),
+    ];
+    for doc in docs {
+        let pages = all_pages(&doc, 300);
+        assert!(pages.len() > 3);
+        let pager = Pager::new(Encoding::Cl100kBase, 300, PRECISION);
+        for (i, p) in pages.iter().enumerate().skip(1) {
+            let text = p.start.to_string();
+            let at: mcp_budget_core::paginate::Position =
+                text.parse().expect("a position parses back");
+            assert_eq!(at, p.start);
+            let again = pager
+                .page(&doc, &at, &mut |info| render_meta(i, info))
+                .expect("in range");
+            assert_eq!(again.body, p.body);
+            assert_eq!(again.meta, p.meta);
+        }
+    }
+}

@@ -467,7 +467,10 @@ impl JsonPaging<'_> {
     ) -> bool {
         let rest = st.get(o..).unwrap_or_default();
         let quoted = |t: &str| serde_json::to_string(t).unwrap_or_default();
-        if let Some(c) = self.count_upto(&quoted(rest), remaining) {
+        // (Length first: never escape a whole multi-megabyte string to learn it is too long.)
+        if rest.len() <= remaining.saturating_mul(BYTES_PER_TOKEN_CAP)
+            && let Some(c) = self.count_upto(&quoted(rest), remaining)
+        {
             *est += c;
             return true;
         }
