@@ -199,6 +199,10 @@ fn a_paged_value_twin_follows_page_one_and_stays_valid() {
             "budget {budget}: the twin holds the items page 1 shows"
         );
         assert_eq!(got["total"], 400);
+        assert_eq!(
+            got["items"][0], page["items"][0],
+            "floats rounded like the text"
+        );
     }
     // Summary mode: reduced, still valid.
     let file = ConfigFile::parse(

@@ -202,6 +202,14 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
     // structuredContent, beside its twin.
     if let Some(sc) = obj.get_mut("structuredContent").map(Value::take) {
         let twin = structured::find_twin(&sc, &orig_texts);
+        // A value twin gets the floats its text twin shows (rounded like the text).
+        let sc = match twin {
+            structured::Twin::Value { .. } if rule.precision > 0 => {
+                let text = mcp_budget_core::compact::to_string(&sc, rule.precision);
+                serde_json::from_str(&text).unwrap_or(sc)
+            }
+            _ => sc,
+        };
         let has_schema = b.has_output_schema(tool);
         let shown = &emitted.shown;
         let fate = match emitted.mode {

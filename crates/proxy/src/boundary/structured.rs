@@ -7,8 +7,8 @@
 //!   `{content: string}`). That member is set to what the twin text item carries in the
 //!   emitted result (the compacted text, or page 1's body). It stays a string, so the schema
 //!   still holds.
-//! - **Value twin**: structuredContent value-equal to a JSON `text` item. When the text fits
-//!   it is kept unchanged. When the text is paged it follows page 1 ([`prefix`]): every array
+//! - **Value twin**: structuredContent value-equal to a JSON `text` item. Its floats are
+//!   rounded like the text's (the caller does that). When the text fits it is kept whole. When the text is paged it follows page 1 ([`prefix`]): every array
 //!   is cut to the elements page 1 shows, and members page 1 does not show are filled from the
 //!   original (short values as they are, arrays empty, objects likewise reduced), so objects
 //!   keep all their members and the types stay those of the original: valid against schemas
