@@ -392,14 +392,18 @@ impl JsonPaging<'_> {
                 _ => false,
             };
             // A unit that crosses the budget line is split (descended into) only when it is
-            // big: small objects (rows) stay whole and the page ends between them.
-            match self.fit_cost(key, node, remaining) {
-                Some(cost) if cost <= to_target || !splittable || cost <= target / 16 => {
+            // big: small objects (records, rows) stay whole and the page ends between them.
+            let small = (target / 16).max(48).min(target / 4);
+            match self.fit_cost(key, node, remaining.max(small)) {
+                Some(cost)
+                    if cost <= remaining && (cost <= to_target || !splittable || cost <= small) =>
+                {
                     if self.take(r, &mut pos, &mut est, cost, &mut cands) {
                         break;
                     }
                     continue;
                 }
+                Some(cost) if splittable && cost <= small && !cands.is_empty() => break,
                 _ => {}
             }
             if splittable {
