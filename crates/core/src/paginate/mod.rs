@@ -47,18 +47,27 @@
 //!
 //! ## Merge rule (reassembling JSON pages)
 //!
-//! Start with the body of page 1. For each following page, let S be its **start path**: the
-//! location before ` to ` (or before ` (body is`), where a final `[a:b]` means step `[a]` and a
-//! final `[chars a:b]` means a string offset. Let R be its root (`$` unless ` (body is R)`).
-//! 1. Walk the accumulated value A down along R, going each time into the **last** element (or
-//!    last member) of A. If R equals S (the page body is one new node), attach the body there:
-//!    append it to the array, or insert it under the key of R's last step; done.
-//! 2. Otherwise merge the body V into that node N, with D = the number of steps of S below R:
-//!    - arrays: if D > 1, merge V's first element into N's last element (with D − 1); then
-//!      append V's remaining elements (all of them when D = 1);
-//!    - objects: for each member k of V in order: if D > 1 and k is N's last key, merge V[k]
-//!      into N[k] (with D − 1); else if k is not in N, insert it (keys already in N are skeleton
-//!      repeats, equal to what N holds: skip them);
+//! Start with the body of page 1 (its `shown` is not needed). For each following page, parse
+//! its `shown` left to right:
+//! - **S**, the start path: `$` then steps — `.name`, `['k']` (unescape `\'`, `\\`, `\n`,
+//!   `\r`, `\t`, `\b`, `\f`, `\uXXXX`), `[i]`, `[a:b]` (step `[a]`), `[chars c]` or
+//!   `[chars a:b]` (a string offset) — up to the first character that starts no step;
+//! - then, optionally, ` to ` and a second location or `end` (not needed to merge);
+//! - then, optionally, ` (body is R)`: **R**, the page root (empty, i.e. `$`, without it).
+//!
+//! A `shown` that does not parse this way (an abbreviated one, with `…`) cannot be merged.
+//! Then, with V the page body and D = len(S) − len(R):
+//! 1. If D = 0 (the body is one new node): walk A, the value accumulated so far, down along
+//!    every step of R but the last, each time into the **last** element (or last member) of
+//!    the current node; there append V to the array, or insert V under the key of R's last
+//!    step. Done.
+//! 2. Otherwise walk A down along every step of R the same way (into last elements/members) to
+//!    a node N, and merge V into N with depth D:
+//!    - arrays: if D > 1, merge V's first element into N's last element with depth D − 1;
+//!      then append V's other elements (all of V's elements when D = 1);
+//!    - objects: for each member k of V in order: if D > 1 and k is N's last key, merge `V[k]`
+//!      into `N[k]` with depth D − 1; else if N has no key k, insert it (a key N already has is
+//!      a skeleton repeat whose value equals N's: skip it);
 //!    - strings (D = 1): append V to N.
 //!
 //! Following the pages to the end gives back the document value-equal to its compact render

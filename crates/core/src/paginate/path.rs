@@ -337,26 +337,34 @@ pub enum ShownStep {
 /// ` (body is …)`). `None` when `shown` is abbreviated (contains `…` outside keys) or not of
 /// the grammar.
 pub fn parse_shown(shown: &str) -> Option<(Vec<ShownStep>, Vec<ShownStep>)> {
-    let (range, root) = match shown
-        .strip_suffix(')')
-        .and_then(|s| s.rsplit_once(" (body is "))
-    {
-        Some((range, root)) => (range, parse_loc(root)?.0),
-        None => (shown, Vec::new()),
-    };
-    let from = range.split_once(" to ").map_or(range, |(f, _)| f);
-    if from == "$" {
-        return Some((Vec::new(), root));
+    // Parsed left to right (keys may themselves contain " to " or " (body is ").
+    let (start, mut rest) = parse_loc(shown)?;
+    if let Some(r) = rest.strip_prefix(" to ") {
+        rest = match r.strip_prefix("end") {
+            Some(r) => r,
+            None => parse_loc(r)?.1,
+        };
     }
-    let (steps, _) = parse_loc(from)?;
-    Some((steps, root))
+    let root = match rest.strip_prefix(" (body is ") {
+        Some(r) => {
+            let (root, r) = parse_loc(r)?;
+            if r != ")" {
+                return None;
+            }
+            root
+        }
+        None if rest.is_empty() => Vec::new(),
+        None => return None,
+    };
+    Some((start, root))
 }
 
-/// Parses `$` and its steps; a final `[a:b]`, `[a:]` or `[chars a:b]` yields its start.
-fn parse_loc(s: &str) -> Option<(Vec<ShownStep>, ())> {
+/// Parses `$` and its steps up to the first character that starts no step (a space or the
+/// end); a slice `[a:b]` or `[chars a:b]` yields its start `a`. Returns the steps and the rest.
+fn parse_loc(s: &str) -> Option<(Vec<ShownStep>, &str)> {
     let mut rest = s.strip_prefix('$')?;
     let mut steps = Vec::new();
-    while !rest.is_empty() {
+    while rest.starts_with('.') || rest.starts_with('[') {
         if let Some(r) = rest.strip_prefix("['") {
             let mut key = String::new();
             let mut chars = r.char_indices();
@@ -409,7 +417,7 @@ fn parse_loc(s: &str) -> Option<(Vec<ShownStep>, ())> {
             return None;
         }
     }
-    Some((steps, ()))
+    Some((steps, rest))
 }
 
 #[cfg(test)]
@@ -476,6 +484,16 @@ mod tests {
         assert_eq!(r, vec![ShownStep::Index(1)]);
         assert_eq!(parse_shown("$ to $[3]").unwrap().0, vec![]);
         assert!(parse_shown("$.a…b[3]").is_none());
+        // Keys that look like the grammar's own words.
+        let (s, r) =
+            parse_shown("$['a to b'][2] to $['x (body is y)'][0] (body is $['a to b'])").unwrap();
+        assert_eq!(
+            s,
+            vec![ShownStep::Key("a to b".into()), ShownStep::Index(2)]
+        );
+        assert_eq!(r, vec![ShownStep::Key("a to b".into())]);
+        let (s, _) = parse_shown("$.x[chars 7] to end").unwrap();
+        assert_eq!(s, vec![ShownStep::Key("x".into()), ShownStep::Chars(7)]);
     }
 
     #[test]
