@@ -446,3 +446,21 @@ fn a_cancelled_request_gets_no_error_when_the_server_exits() {
         "only the live request is answered"
     );
 }
+
+#[test]
+fn sigterm_closes_the_server_stdin_and_the_proxy_leaves_no_server_behind() {
+    let mut proxy = start(&[], &[]);
+    proxy.sync("hello");
+    let status = Command::new("kill")
+        .args(["-TERM", &proxy.pid().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+    let status = proxy.wait(STEP);
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        proxy.stderr_text().contains("upstream: eof"),
+        "{}",
+        proxy.stderr_text()
+    );
+}

@@ -150,6 +150,10 @@ impl Proxy {
         left
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn close_stdin(&mut self) {
         self.stdin = None;
     }

@@ -100,8 +100,12 @@ pub enum StopCause {
     UpstreamExited,
     /// The client closed its end, and the server then exited within the grace time.
     ClientClosed,
-    /// The client closed its end and the server did not exit within the grace time: killed.
+    /// The client closed its end (or the relay was stopped) and the server did not exit within
+    /// the grace time: killed.
     UpstreamKilled,
+    /// The relay was told to stop (`run_until`'s future; for `run_stdio`, SIGTERM or SIGHUP),
+    /// and the server then exited within the grace time.
+    Stopped,
     /// The server closed its stdout and did not exit within the grace time; its stdin was
     /// closed, and it was killed if it did not exit within another grace time.
     UpstreamOutputClosed,
@@ -161,7 +165,8 @@ impl Relay {
         self
     }
 
-    /// [`Relay::run`] on the process's stdin and stdout.
+    /// [`Relay::run`] on the process's stdin and stdout; SIGTERM or SIGHUP (on Unix) stops it
+    /// like the client's EOF, so the server is never left behind.
     ///
     /// tokio reads stdin on a blocking thread that outlives the relay: shut the runtime down
     /// with a timeout (`Runtime::shutdown_timeout`) after this returns.
@@ -171,7 +176,8 @@ impl Relay {
     /// As [`Relay::run`].
     pub async fn run_stdio(&self, upstream: &Upstream) -> Result<RelayExit, RelayError> {
         let (client_in, client_out) = stdio::client_pipes();
-        self.run(upstream, client_in, client_out).await
+        self.run_until(upstream, client_in, client_out, stdio::terminated())
+            .await
     }
 
     /// Starts the server and relays between it and the client (`client_in`: what the client
@@ -195,6 +201,29 @@ impl Relay {
     where
         I: AsyncRead + Unpin + Send + 'static,
         O: AsyncWrite + Unpin + Send + 'static,
+    {
+        self.run_until(upstream, client_in, client_out, std::future::pending())
+            .await
+    }
+
+    /// [`Relay::run`], and when `stop` completes first, shut down as on the client's EOF: the
+    /// server's stdin is closed, it gets [`RelayOptions::shutdown_grace`] to exit, then is
+    /// killed ([`StopCause::Stopped`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::run`].
+    pub async fn run_until<I, O, S>(
+        &self,
+        upstream: &Upstream,
+        client_in: I,
+        client_out: O,
+        stop: S,
+    ) -> Result<RelayExit, RelayError>
+    where
+        I: AsyncRead + Unpin + Send + 'static,
+        O: AsyncWrite + Unpin + Send + 'static,
+        S: Future<Output = ()>,
     {
         let mut child = upstream.spawn()?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
@@ -224,8 +253,15 @@ impl Relay {
             Client,
             Server,
             Exited(std::process::ExitStatus),
+            Stopped,
         }
         let first = tokio::select! {
+            () = stop => {
+                log::warn(format_args!("stopping: closing the upstream server's stdin"));
+                // Dropping the client task drops the server's stdin.
+                client.abort();
+                First::Stopped
+            }
             // Dropping what the client task returns closes the server's stdin: only now,
             // so that a server exiting on that is never taken for one that exited first.
             stdin = &mut client => {
@@ -236,7 +272,7 @@ impl Relay {
             status = child.wait() => First::Exited(status.map_err(RelayError::Wait)?),
         };
         let (client_done, server_done) = (
-            matches!(first, First::Client),
+            matches!(first, First::Client | First::Stopped),
             matches!(first, First::Server),
         );
         let grace = self.options.shutdown_grace;
@@ -265,8 +301,15 @@ impl Relay {
                     )
                 }
             },
-            First::Client => match timeout(grace, child.wait()).await {
-                Ok(status) => (status.map_err(RelayError::Wait)?, StopCause::ClientClosed),
+            First::Client | First::Stopped => match timeout(grace, child.wait()).await {
+                Ok(status) => {
+                    let cause = if matches!(first, First::Stopped) {
+                        StopCause::Stopped
+                    } else {
+                        StopCause::ClientClosed
+                    };
+                    (status.map_err(RelayError::Wait)?, cause)
+                }
                 Err(_) => {
                     log::warn(format_args!(
                         "the upstream server did not exit {grace:?} after its stdin was closed; killing it"

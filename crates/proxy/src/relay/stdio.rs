@@ -1,4 +1,4 @@
-//! The proxy's own stdin and stdout as async streams.
+//! The proxy's own stdin and stdout as async streams, and the signals that end it.
 //!
 //! MCP clients start the proxy with pipes on stdin and stdout. A pipe can be polled: the relay
 //! then reads and writes it on its own threads through the reactor, with no hand-off to a
@@ -47,4 +47,25 @@ fn stdout() -> ClientOut {
         }
     }
     Box::new(tokio::io::stdout())
+}
+
+/// Completes when the process is asked to terminate (SIGTERM or SIGHUP, on Unix); never
+/// elsewhere, or when the signals cannot be watched. SIGINT is left alone: a terminal sends it
+/// to the server too.
+pub(crate) async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = hup.recv() => {}
+            }
+            return;
+        }
+    }
+    std::future::pending::<()>().await;
 }
