@@ -35,19 +35,42 @@ pub fn criterion_home() -> Option<PathBuf> {
     Some(exe.parent()?.parent()?.parent()?.join("criterion"))
 }
 
-/// Mean time per iteration in **seconds** of the benchmark `group/function/parameter`, from
-/// the `estimates.json` criterion wrote for its latest run; `None` if there is none.
-pub fn mean_secs(group: &str, function: &str, parameter: &str) -> Option<f64> {
-    let file = criterion_home()?
+fn criterion_json(
+    group: &str,
+    function: &str,
+    parameter: &str,
+    file: &str,
+) -> Option<serde_json::Value> {
+    let path = criterion_home()?
         .join(group)
         .join(function)
         .join(parameter)
         .join("new")
-        .join("estimates.json");
-    let text = std::fs::read_to_string(file).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        .join(file);
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// Mean time per iteration in **seconds** of the benchmark `group/function/parameter`, from
+/// the `estimates.json` criterion wrote for its latest run; `None` if there is none.
+pub fn mean_secs(group: &str, function: &str, parameter: &str) -> Option<f64> {
+    let v = criterion_json(group, function, parameter, "estimates.json")?;
     v.pointer("/mean/point_estimate")?
         .as_f64()
+        .map(|ns| ns / 1e9)
+}
+
+/// The fastest sample's time per iteration in **seconds** (from `sample.json`): on a shared,
+/// loaded machine the least disturbed measurement, so ratios of two benchmarks taken at
+/// different moments are steadier with it than with means.
+pub fn best_secs(group: &str, function: &str, parameter: &str) -> Option<f64> {
+    let v = criterion_json(group, function, parameter, "sample.json")?;
+    let iters = v.get("iters")?.as_array()?;
+    let times = v.get("times")?.as_array()?;
+    iters
+        .iter()
+        .zip(times)
+        .filter_map(|(i, t)| Some(t.as_f64()? / i.as_f64()?))
+        .min_by(f64::total_cmp)
         .map(|ns| ns / 1e9)
 }
 
