@@ -176,8 +176,11 @@ impl Relay {
     /// As [`Relay::run`].
     pub async fn run_stdio(&self, upstream: &Upstream) -> Result<RelayExit, RelayError> {
         let (client_in, client_out) = stdio::client_pipes();
-        self.run_until(upstream, client_in, client_out, stdio::terminated())
-            .await
+        let exit = self
+            .run_until(upstream, client_in, client_out, stdio::terminated())
+            .await;
+        stdio::restore_blocking();
+        exit
     }
 
     /// Starts the server and relays between it and the client (`client_in`: what the client

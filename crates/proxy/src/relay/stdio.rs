@@ -49,6 +49,22 @@ fn stdout() -> ClientOut {
     Box::new(tokio::io::stdout())
 }
 
+/// Puts our stdin and stdout back in blocking mode (O_NONBLOCK lives on the open file
+/// description, which a parent shell or a sibling may share after we exit).
+pub(crate) fn restore_blocking() {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        use tokio::net::unix::pipe;
+        if let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() {
+            let _ = pipe::Receiver::from_owned_fd(fd).and_then(pipe::Receiver::into_blocking_fd);
+        }
+        if let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() {
+            let _ = pipe::Sender::from_owned_fd(fd).and_then(pipe::Sender::into_blocking_fd);
+        }
+    }
+}
+
 /// Completes when the process is asked to terminate (SIGTERM or SIGHUP, on Unix); never
 /// elsewhere, or when the signals cannot be watched. SIGINT is left alone: a terminal sends it
 /// to the server too.
