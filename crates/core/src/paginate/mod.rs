@@ -287,6 +287,36 @@ pub enum PageError {
 }
 
 /// Cuts documents into pages that fit a token budget.
+///
+/// ```
+/// use mcp_budget_core::paginate::meta::{build_meta, HintTools};
+/// use mcp_budget_core::paginate::{reassemble, Document, Pager, Position};
+/// use mcp_budget_core::tokens::Encoding;
+///
+/// let rows: Vec<_> = (0..500).map(|i| serde_json::json!({"id": i, "x": 0.1 * i as f64})).collect();
+/// let doc = Document::Json(serde_json::json!({"name": "t", "rows": rows}));
+/// let pager = Pager::new(Encoding::Cl100kBase, 1000, 9);
+/// let mut pages = Vec::new();
+/// let mut at = Position::start();
+/// loop {
+///     let n = pages.len() as u64;
+///     let page = pager.page(&doc, &at, &mut |info| {
+///         let meta = build_meta(info, "3fa9c2e1b07d", n + 1, 9_999, HintTools::default());
+///         serde_json::to_string(&meta).unwrap_or_default()
+///     })?;
+///     assert!(page.tokens <= 1000);
+///     let next = page.next.clone();
+///     pages.push(page);
+///     match next {
+///         Some(next) => at = next,
+///         None => break,
+///     }
+/// }
+/// assert_eq!(pages[0].shown, format!("$.rows[0:{}]", pages[0].value.as_ref().unwrap()["rows"].as_array().unwrap().len()));
+/// let whole: serde_json::Value = serde_json::from_str(&doc.render(9)).unwrap();
+/// assert_eq!(reassemble(&pages), Some(Document::Json(whole)));
+/// # Ok::<(), mcp_budget_core::paginate::PageError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Pager {
     encoding: Encoding,
