@@ -164,13 +164,14 @@ def _is_json(text: str) -> bool:
 # The merge rule (crates/core/src/paginate/mod.rs, "Merge rule"), from the wire only.
 
 
-def parse_loc(s: str) -> list[tuple[str, Any]]:
-    """`$` and its steps: ("key", k), ("index", i) or ("chars", c); a final `[a:b]` or
-    `[chars a:b]` gives its start."""
+def parse_loc(s: str) -> tuple[list[tuple[str, Any]], str]:
+    """`$` and its steps, up to the first character that starts no step; returns the steps
+    (("key", k), ("index", i) or ("chars", c); a slice `[a:b]` or `[chars a:b]` gives its
+    start) and the rest of `s`."""
     if not s.startswith("$"):
         raise ValueError(f"not a location: {s!r}")
     rest, steps = s[1:], []
-    while rest:
+    while rest.startswith((".", "[")):
         if rest.startswith("['"):
             i, key = 2, []
             while True:
@@ -200,28 +201,30 @@ def parse_loc(s: str) -> list[tuple[str, Any]]:
                 steps.append(("chars", int(inner[6:].split(":")[0])))
             else:
                 steps.append(("index", int(inner.split(":")[0])))
-        elif rest.startswith("."):
+        else:
             m = re.match(r"[A-Za-z0-9_]+", rest[1:])
             if not m:
                 raise ValueError(f"bad member step in {s!r}")
             steps.append(("key", m.group(0)))
             rest = rest[1 + len(m.group(0)) :]
-        else:
-            raise ValueError(f"cannot parse {rest!r} in {s!r} (abbreviated location?)")
-    return steps
+    return steps, rest
 
 
 def parse_shown(shown: str) -> tuple[list, list]:
-    """(start path, root path) of a JSON page's `shown`."""
+    """(start path S, root path R) of a JSON page's `shown`, parsed left to right:
+    `S[ to (LOC|end)][ (body is R)]`."""
+    start, rest = parse_loc(shown)
+    if rest.startswith(" to "):
+        rest = rest[4:]
+        rest = rest[3:] if rest.startswith("end") else parse_loc(rest)[1]
     root: list = []
-    rng = shown
-    if shown.endswith(")") and " (body is " in shown:
-        rng, r = shown[:-1].rsplit(" (body is ", 1)
-        root = parse_loc(r)
-    frm = rng.split(" to ", 1)[0]
-    if frm == "$":
-        return [], root
-    return parse_loc(frm), root
+    if rest.startswith(" (body is "):
+        root, rest = parse_loc(rest[len(" (body is ") :])
+        if rest != ")":
+            raise ValueError(f"cannot parse {shown!r}")
+    elif rest:
+        raise ValueError(f"cannot parse {shown!r} (abbreviated location?)")
+    return start, root
 
 
 _MISSING = object()

@@ -37,3 +37,7 @@ def test_shown_forms_parse():
         [("key", "a")],
     )
     assert parse_shown("$ to $[3]") == ([], [])
+    assert parse_shown("$['a to b'][2] to end") == ([("key", "a to b"), ("index", 2)], [])
+    assert parse_shown("$['x (body is $)'][chars 3:9]") == ([("key", "x (body is $)"), ("chars", 3)], [])
+    with pytest.raises(ValueError):
+        parse_shown("$[0].chil…[3]")
