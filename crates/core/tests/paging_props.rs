@@ -166,9 +166,15 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
-/// A JSON object or array, sometimes wrapped deep (up to 40 levels), as the proxy sees them.
+/// A JSON object or array (sometimes a long flat array), a third of the time wrapped deep (up
+/// to 40 levels), as the proxy sees them.
 fn json_doc() -> impl Strategy<Value = Document> {
-    (json_value(), 0..40usize, prop::collection::vec(key(), 1..4)).prop_map(|(v, depth, keys)| {
+    let body = prop_oneof![
+        4 => json_value(),
+        1 => prop::collection::vec(leaf(), 0..400).prop_map(Value::Array),
+    ];
+    let depth = prop_oneof![2 => Just(0usize), 1 => 0..40usize];
+    (body, depth, prop::collection::vec(key(), 1..4)).prop_map(|(v, depth, keys)| {
         let mut v = match v {
             v @ (Value::Array(_) | Value::Object(_)) => v,
             other => json!([other]),
