@@ -54,6 +54,11 @@ pub(crate) struct Args {
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE_BYTES)]
     max_line_bytes: usize,
 
+    /// Seconds a request may wait for the server's answer (progress notifications restart the
+    /// clock) before the proxy answers it with an error; 0 = wait for ever
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    request_timeout: u64,
+
     /// Milliseconds the server gets to exit after the client closed stdin, before it is killed
     #[arg(long, value_name = "MS", default_value_t = 5000, hide = true)]
     shutdown_grace_ms: u64,
@@ -78,6 +83,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut options = RelayOptions::default();
     options.max_line_bytes = args.max_line_bytes;
     options.shutdown_grace = Duration::from_millis(args.shutdown_grace_ms);
+    options.request_timeout =
+        (args.request_timeout > 0).then(|| Duration::from_secs(args.request_timeout));
     let settings = Settings {
         max_tokens: args.max_tokens,
         encoding: args.encoding,

@@ -464,3 +464,49 @@ fn sigterm_closes_the_server_stdin_and_the_proxy_leaves_no_server_behind() {
         proxy.stderr_text()
     );
 }
+
+#[test]
+fn a_hung_request_times_out_unless_the_server_reports_progress() {
+    let mut proxy = start(&["--request-timeout", "1"], &[]);
+    let silent = r#"{"jsonrpc":"2.0","id":50,"method":"tools/call","params":{"name":"hang"}}"#;
+    let busy = r#"{"jsonrpc":"2.0","id":51,"method":"tools/call","params":{"name":"work","_meta":{"progressToken":"t51"}}}"#;
+    let start = Instant::now();
+    for line in [silent, busy] {
+        proxy.send(line);
+        assert_eq!(proxy.received_by_upstream(), line);
+    }
+    // 51 gets progress every 300 ms for 2.4 s; 50 hears nothing and times out after ~1 s.
+    let mut timed_out = Vec::new();
+    for step in 0..8 {
+        std::thread::sleep(Duration::from_millis(300));
+        let progress = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":"t51","progress":{step}}}}}"#
+        );
+        proxy.emit(&[&progress]);
+        loop {
+            let line = proxy.recv();
+            if String::from_utf8_lossy(&line) == progress {
+                break;
+            }
+            let msg: Value = serde_json::from_slice(&line).expect("JSON");
+            assert_error(&msg, msg["id"].clone(), -32001);
+            timed_out.push((msg["id"].clone(), start.elapsed()));
+        }
+    }
+    assert_eq!(timed_out.len(), 1, "{timed_out:?}");
+    assert_eq!(timed_out[0].0, json!(50));
+    assert!(
+        timed_out[0].1 >= Duration::from_millis(900),
+        "{timed_out:?}"
+    );
+    // Progress stopped: 51 times out too; its late answer is dropped.
+    let msg = proxy.recv_json();
+    assert_error(&msg, json!(51), -32001);
+    assert!(
+        start.elapsed() >= Duration::from_millis(3300),
+        "{:?}",
+        start.elapsed()
+    );
+    proxy.emit(&[r#"{"jsonrpc":"2.0","id":51,"result":{"content":[]}}"#]);
+    proxy.sync("after-timeouts");
+}

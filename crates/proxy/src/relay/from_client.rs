@@ -145,7 +145,7 @@ async fn relay_line(
     };
     let raw_id = id.get().as_bytes();
 
-    let track = route::track_of(method, envelope.params);
+    let (track, progress_token) = route::request_info(method, envelope.params);
     if let Track::Call { tool } = &track
         && let Some(shaper) = shared.shaper.clone()
         && shaper.may_answer(tool)
@@ -186,6 +186,8 @@ async fn relay_line(
         method: method.to_owned(),
         track,
         sent_at: Instant::now(),
+        last_heard: Instant::now(),
+        progress_token,
         cancelled: false,
     };
     let tracked = entry.track != Track::Other;

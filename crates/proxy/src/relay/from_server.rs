@@ -120,6 +120,11 @@ async fn relay_line(line: Vec<u8>, shared: &Shared, out: &mpsc::Sender<Vec<u8>>)
             }
             // Server requests (their own id space), notifications, anything else.
             _ => {
+                if envelope.method.as_deref() == Some("notifications/progress")
+                    && let Some(token) = route::progress_token(envelope.params)
+                {
+                    shared.pending().heard_progress(&token, Instant::now());
+                }
                 let _ = out.send(line).await;
                 return;
             }

@@ -63,6 +63,9 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 256 * 1024 * 1024;
 /// The default time the server gets to exit after the client closed its end: 5 s.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
+/// The default time a request may go without an answer or a progress notification: 10 min.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// How long the relay keeps reading the server's stdout after the server exited (a grandchild
 /// may hold the pipe open): 2 s.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
@@ -81,6 +84,12 @@ pub struct RelayOptions {
     /// How long the server gets to exit after the client closed its end (and the relay closed
     /// the server's stdin) before it is killed. Default [`DEFAULT_SHUTDOWN_GRACE`].
     pub shutdown_grace: Duration,
+    /// How long a client's request may wait for the server's answer, counted from when it was
+    /// forwarded or from the server's last progress notification for it (its
+    /// `_meta.progressToken`). A request past it gets a -32001 error, and a late answer is
+    /// dropped. `None`: wait for ever (a hung server then hangs its requests). Default
+    /// [`DEFAULT_REQUEST_TIMEOUT`] (10 minutes).
+    pub request_timeout: Option<Duration>,
 }
 
 impl Default for RelayOptions {
@@ -88,6 +97,7 @@ impl Default for RelayOptions {
         RelayOptions {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
         }
     }
 }
@@ -252,6 +262,11 @@ impl Relay {
             out.clone(),
         ));
 
+        let sweeper = self
+            .options
+            .request_timeout
+            .map(|limit| tokio::spawn(expire_requests(Arc::clone(&shared), out.clone(), limit)));
+
         enum First {
             Client,
             Server,
@@ -328,6 +343,9 @@ impl Relay {
         if !server_done && timeout(DRAIN_AFTER_EXIT, &mut server).await.is_err() {
             server.abort();
         }
+        if let Some(sweeper) = sweeper {
+            sweeper.abort();
+        }
         let why = format!("upstream server exited with {}", child::describe(status));
         if cause == StopCause::UpstreamExited {
             log::warn(format_args!("{why}"));
@@ -358,5 +376,32 @@ impl Relay {
             _ => child::exit_code(status),
         };
         Ok(RelayExit { code, cause })
+    }
+}
+
+/// Answers, with a -32001 error, every request the server has been silent about for `limit`;
+/// runs until aborted.
+async fn expire_requests(shared: Arc<Shared>, out: mpsc::Sender<Vec<u8>>, limit: Duration) {
+    let period = (limit / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let expired = shared.pending().expire(std::time::Instant::now(), limit);
+        for entry in expired {
+            log::warn(format_args!(
+                "the upstream server did not answer {} {} within {limit:?}; answering with an error",
+                entry.method,
+                log::preview(&entry.raw_id)
+            ));
+            let message = format!(
+                "upstream server did not answer within {} s (mcp-budget --request-timeout)",
+                limit.as_secs_f64()
+            );
+            let line = reply::error_line(&entry.raw_id, reply::REQUEST_TIMEOUT, &message);
+            if out.send(line).await.is_err() {
+                return;
+            }
+        }
     }
 }

@@ -9,6 +9,8 @@ pub(crate) const PARSE_ERROR: i64 = -32700;
 pub(crate) const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC 2.0: internal error (here: the server's answer could not be relayed).
 pub(crate) const INTERNAL_ERROR: i64 = -32603;
+/// Implementation-defined server error; the MCP SDKs use -32001 for "request timed out".
+pub(crate) const REQUEST_TIMEOUT: i64 = -32001;
 /// Implementation-defined server error; the MCP SDKs use -32000 for "connection closed".
 pub(crate) const CONNECTION_CLOSED: i64 = -32000;
 

@@ -130,6 +130,11 @@ pub(crate) struct Entry {
     pub(crate) track: Track,
     /// When the request was forwarded to the server.
     pub(crate) sent_at: Instant,
+    /// When the server last showed it is working on the request (forwarding, or a progress
+    /// notification with the request's token): the request timeout counts from here.
+    pub(crate) last_heard: Instant,
+    /// The [`id_key`] of the request's `params._meta.progressToken`, if it had one.
+    pub(crate) progress_token: Option<Vec<u8>>,
     /// The client sent `notifications/cancelled` for it: no error is owed when the server dies.
     pub(crate) cancelled: bool,
 }
@@ -195,6 +200,35 @@ impl Pending {
         }
     }
 
+    /// The server sent progress for the request(s) with this [`id_key`]ed progress token.
+    pub(crate) fn heard_progress(&mut self, token: &[u8], now: Instant) {
+        for entry in self.map.values_mut() {
+            if entry.progress_token.as_deref() == Some(token) {
+                entry.last_heard = now;
+            }
+        }
+    }
+
+    /// Removes and returns the requests (not cancelled) not heard of for `timeout`, oldest
+    /// first, and remembers their ids as answered by the relay.
+    pub(crate) fn expire(&mut self, now: Instant, timeout: std::time::Duration) -> Vec<Entry> {
+        let keys: Vec<Vec<u8>> = self
+            .map
+            .iter()
+            .filter(|(_, e)| !e.cancelled && now.saturating_duration_since(e.last_heard) >= timeout)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut expired = Vec::with_capacity(keys.len());
+        for key in keys {
+            if let Some(entry) = self.map.remove(&key) {
+                expired.push(entry);
+                self.abandon(key);
+            }
+        }
+        expired.sort_by_key(|e| e.sent_at);
+        expired
+    }
+
     /// Closes the table and returns the requests still waiting that were not cancelled,
     /// oldest first.
     pub(crate) fn close(&mut self) -> Vec<Entry> {
@@ -216,30 +250,51 @@ impl Pending {
     }
 }
 
-/// What a request's `params` say about tracking: the tool name of a `tools/call`, and whether a
-/// `tools/list` asks for its first page.
-pub(crate) fn track_of(method: &str, params: Option<&RawValue>) -> Track {
+/// What a request's `params` say: the tool name of a `tools/call`, whether a `tools/list` asks
+/// for its first page, and the [`id_key`] of `_meta.progressToken` (any request may have one).
+pub(crate) fn request_info(method: &str, params: Option<&RawValue>) -> (Track, Option<Vec<u8>>) {
+    #[derive(Deserialize, Default)]
+    struct Meta<'a> {
+        #[serde(default, borrow, rename = "progressToken")]
+        progress_token: Option<&'a RawValue>,
+    }
     #[derive(Deserialize, Default)]
     struct Params<'a> {
         #[serde(default, borrow)]
         name: Option<Cow<'a, str>>,
         #[serde(default, borrow)]
         cursor: Option<&'a RawValue>,
+        #[serde(default, borrow, rename = "_meta")]
+        meta: Option<Meta<'a>>,
     }
-    let params = || -> Params<'_> {
-        params
-            .and_then(|p| serde_json::from_str::<Params<'_>>(p.get()).ok())
-            .unwrap_or_default()
-    };
-    match method {
+    let params = params
+        .and_then(|p| serde_json::from_str::<Params<'_>>(p.get()).ok())
+        .unwrap_or_default();
+    let token = params
+        .meta
+        .and_then(|m| m.progress_token)
+        .map(|t| id_key(t.get().as_bytes()));
+    let track = match method {
         "tools/call" => Track::Call {
-            tool: params().name.map(Cow::into_owned).unwrap_or_default(),
+            tool: params.name.map(Cow::into_owned).unwrap_or_default(),
         },
         "tools/list" => Track::List {
-            first_page: params().cursor.is_none_or(|c| c.get() == "null"),
+            first_page: params.cursor.is_none_or(|c| c.get() == "null"),
         },
         _ => Track::Other,
+    };
+    (track, token)
+}
+
+/// The [`id_key`] of the `progressToken` of a `notifications/progress`.
+pub(crate) fn progress_token(params: Option<&RawValue>) -> Option<Vec<u8>> {
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(rename = "progressToken", borrow)]
+        progress_token: &'a RawValue,
     }
+    let p = serde_json::from_str::<Params<'_>>(params?.get()).ok()?;
+    Some(id_key(p.progress_token.get().as_bytes()))
 }
 
 /// The `requestId` of a `notifications/cancelled`, as raw bytes.
@@ -323,6 +378,10 @@ mod tests {
         assert_ne!(id_key(br#""1""#), id_key(b"1"));
     }
 
+    fn track_of(method: &str, params: Option<&RawValue>) -> Track {
+        request_info(method, params).0
+    }
+
     #[test]
     fn tracking_reads_tool_names_and_cursors() {
         let p = RawValue::from_string(r#"{"name":"grep","arguments":{}}"#.into()).ok();
@@ -350,6 +409,22 @@ mod tests {
     }
 
     #[test]
+    fn progress_tokens_of_requests_match_those_of_notifications() {
+        let p =
+            RawValue::from_string(r#"{"uri":"u","_meta":{"progressToken":"t\u0031"}}"#.into()).ok();
+        let (track, token) = request_info("resources/read", p.as_deref());
+        assert_eq!(track, Track::Other);
+        assert!(token.is_some());
+        let note = RawValue::from_string(r#"{"progressToken":"t1","progress":3}"#.into()).ok();
+        assert_eq!(token, progress_token(note.as_deref()));
+        let p = RawValue::from_string(r#"{"_meta":{"progressToken":7}}"#.into()).ok();
+        assert_eq!(
+            request_info("tools/call", p.as_deref()).1,
+            Some(id_key(b"7"))
+        );
+    }
+
+    #[test]
     fn closing_returns_live_requests_oldest_first_and_refuses_new_ones() {
         let mut pending = Pending::default();
         let entry = |id: &str| Entry {
@@ -357,6 +432,8 @@ mod tests {
             method: "m".into(),
             track: Track::Other,
             sent_at: Instant::now(),
+            last_heard: Instant::now(),
+            progress_token: None,
             cancelled: false,
         };
         for id in ["1", "2", "3"] {
@@ -371,5 +448,44 @@ mod tests {
         );
         assert!(pending.insert(id_key(b"4"), entry("4")).is_err());
         assert_eq!(pending.len(), 0);
+    }
+}
+
+#[cfg(test)]
+mod timeout_tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn silent_requests_expire_and_progress_keeps_them_alive() {
+        let start = Instant::now();
+        let mut pending = Pending::default();
+        for (id, token) in [("1", None), ("2", Some(id_key(b"\"t\""))), ("3", None)] {
+            let entry = Entry {
+                raw_id: id.as_bytes().into(),
+                method: "m".into(),
+                track: Track::Other,
+                sent_at: start,
+                last_heard: start,
+                progress_token: token,
+                cancelled: false,
+            };
+            assert!(pending.insert(id_key(id.as_bytes()), entry).is_ok());
+        }
+        pending.cancel(&id_key(b"3"));
+        let later = start + Duration::from_secs(5);
+        pending.heard_progress(&id_key(b"\"t\""), later);
+        let expired = pending.expire(later, Duration::from_secs(5));
+        assert_eq!(
+            expired.iter().map(|e| &*e.raw_id).collect::<Vec<_>>(),
+            [&b"1"[..]]
+        );
+        assert!(pending.was_abandoned(&id_key(b"1")));
+        let expired = pending.expire(later + Duration::from_secs(5), Duration::from_secs(5));
+        assert_eq!(
+            expired.iter().map(|e| &*e.raw_id).collect::<Vec<_>>(),
+            [&b"2"[..]]
+        );
+        assert_eq!(pending.len(), 1, "the cancelled one is left to the server");
     }
 }
