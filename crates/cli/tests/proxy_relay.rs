@@ -295,6 +295,23 @@ fn bad_server_answers_become_errors_for_their_requests() {
 }
 
 #[test]
+fn a_big_broken_answer_is_an_error_for_its_request() {
+    let mut proxy = start(&[], &[]);
+    let line = r#"{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"t"}}"#;
+    proxy.send(line);
+    assert_eq!(proxy.received_by_upstream(), line);
+    // 2 MB, cut before its closing braces.
+    proxy.send(
+        &json!({"jsonrpc":"2.0","method":"test/emit_long","params":{
+            "head": r#"{"jsonrpc":"2.0","id":22,"result":{"content":[{"type":"text","text":""#,
+            "n": 2_000_000, "tail": r#""}]"#}})
+        .to_string(),
+    );
+    assert_error(&proxy.recv_json(), json!(22), -32603);
+    proxy.sync("after-big-broken");
+}
+
+#[test]
 fn a_server_exit_fails_every_request_in_flight_and_sets_the_exit_code() {
     let mut proxy = start(&[], &[]);
     let call = r#"{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"slow","arguments":{}}}"#;

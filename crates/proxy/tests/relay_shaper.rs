@@ -37,6 +37,9 @@ impl Shaper for Mock {
         if tool == "panics" {
             panic!("the mock's shaping panics");
         }
+        if tool == "slow" {
+            std::thread::sleep(Duration::from_millis(300));
+        }
         if let Ok(mut seen) = self.seen.lock() {
             seen.push((tool.to_owned(), upstream_ms));
         }
@@ -145,15 +148,45 @@ async fn shaped_results_are_spliced_into_the_server_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn big_results_are_shaped_off_the_reader_and_others_overtake_them() {
     let mut c = Client::start();
-    c.request(r#"{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"t"}}"#)
+    c.request(r#"{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"slow"}}"#)
         .await;
     let text = "x".repeat(2_000_000);
     let big = json!({"jsonrpc": "2.0", "id": "big", "result": {"content": [{"type": "text", "text": text}]}});
     c.send(&big.to_string()).await;
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"behind"}}"#;
+    c.send(note).await;
+    // The notification behind the big result is not held up by its shaping (300 ms).
+    assert_eq!(c.recv().await, note);
     let shaped: Value = serde_json::from_str(&c.recv().await).unwrap_or_default();
     assert_eq!(shaped["id"], "big");
     assert_eq!(shaped["result"]["shaped"], true);
     assert!(shaped["result"]["bytes"].as_u64().unwrap_or(0) > 2_000_000);
+    c.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn big_lines_are_forwarded_like_small_ones() {
+    let mut c = Client::start();
+    // An untracked request's big answer passes unchanged.
+    c.request(r#"{"jsonrpc":"2.0","id":1,"method":"resources/read"}"#)
+        .await;
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"blob":"{}"}}}}"#,
+        "y".repeat(1_500_000)
+    );
+    c.send(&big).await;
+    assert_eq!(c.recv().await, big);
+    // A big notification keeps its place among the others.
+    let big_note = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{}"}}}}"#,
+        "n".repeat(1_500_000)
+    );
+    let small_note =
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"after"}}"#;
+    c.send(&big_note).await;
+    c.send(small_note).await;
+    assert_eq!(c.recv().await, big_note);
+    assert_eq!(c.recv().await, small_note);
     c.finish().await;
 }
 

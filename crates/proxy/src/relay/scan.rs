@@ -116,6 +116,12 @@ impl Scanner {
         }
     }
 
+    /// What was found so far, when the line goes on: a scalar `id` still being read does not
+    /// count (its next bytes may belong to it).
+    pub(crate) fn partial(self) -> Scan {
+        self.scan
+    }
+
     /// What was found; a scalar `id` that ran to the end of the line counts as complete.
     pub(crate) fn finish(mut self) -> Scan {
         if self.state == State::InValue && self.depth == 0 && !self.in_string {
