@@ -156,6 +156,7 @@ struct Built {
     body: String,
     meta: String,
     tokens: usize,
+    meta_tokens: usize,
     shown: String,
     end: Option<Vec<usize>>,
 }
@@ -516,16 +517,17 @@ impl JsonPaging<'_> {
         body_budget: usize,
         meta: &mut dyn FnMut(&PageInfo<'_>) -> String,
     ) -> Option<Built> {
-        let n = cands.len();
-        let guess = cands
-            .iter()
-            .rposition(|c| c.est <= body_budget)
-            .unwrap_or(0);
-        let try_at = |i: usize| -> Option<Built> {
-            let b = self.build_page(r, s, cands[i].end.clone(), meta);
-            (b.tokens <= self.budget).then_some(b)
-        };
-        super::search::largest_fit(n, guess, try_at)
+        super::search::calibrated(
+            cands.len(),
+            |i| cands[i].est,
+            self.budget,
+            body_budget,
+            |i| {
+                let b = self.build_page(r, s, cands[i].end.clone(), meta);
+                let (tokens, meta_tokens) = (b.tokens, b.meta_tokens);
+                (b, tokens, meta_tokens)
+            },
+        )
     }
 
     /// The page rooted at `r` from `s` to `end`, counted exactly with its meta.
@@ -561,6 +563,7 @@ impl JsonPaging<'_> {
             body,
             meta: m,
             tokens,
+            meta_tokens,
             shown,
             end,
         }

@@ -65,9 +65,89 @@ pub(crate) fn largest_fit<T>(
     Some(best)
 }
 
+/// The largest candidate `i < n` whose page fits `budget`, where `est(i)` is the estimated
+/// body tokens up to candidate `i` (non-decreasing) and `trial(i)` builds the page and returns
+/// it with its exact total tokens and its meta's tokens.
+///
+/// The first trial, at the estimate's guess, also calibrates the estimate (estimates of a
+/// page are consistently off by a ratio: per-unit counts, separators), so the next guess is
+/// usually within a candidate or two of the answer.
+pub(crate) fn calibrated<T>(
+    n: usize,
+    est: impl Fn(usize) -> usize,
+    budget: usize,
+    body_budget: usize,
+    mut trial: impl FnMut(usize) -> (T, usize, usize),
+) -> Option<T> {
+    if n == 0 {
+        return None;
+    }
+    let last_at_most = |limit: f64, scale: f64| {
+        (0..n)
+            .rev()
+            .find(|&i| est(i) as f64 * scale <= limit)
+            .unwrap_or(0)
+    };
+    let g0 = last_at_most(body_budget as f64, 1.0);
+    let (first, tokens, meta_tokens) = trial(g0);
+    let body_tokens = tokens.saturating_sub(meta_tokens);
+    let scale = body_tokens.max(1) as f64 / est(g0).max(1) as f64;
+    let g1 = last_at_most(budget.saturating_sub(meta_tokens) as f64, scale);
+    let mut fits = |i: usize| {
+        let (page, tokens, _) = trial(i);
+        (tokens <= budget).then_some(page)
+    };
+    if tokens <= budget {
+        let off = g0 + 1;
+        if off >= n {
+            return Some(first);
+        }
+        Some(largest_fit(n - off, g1.saturating_sub(off), |i| fits(i + off)).unwrap_or(first))
+    } else {
+        if g0 == 0 {
+            return None;
+        }
+        largest_fit(g0, g1.min(g0 - 1), fits)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn calibration_finds_the_answer_in_few_trials() {
+        // Estimates twice the truth: the answer is far past the first guess.
+        for limit in 1..200 {
+            let mut trials = 0;
+            let got = calibrated(
+                200,
+                |i| 2 * (i + 1),
+                100,
+                100,
+                |i| {
+                    trials += 1;
+                    (i, if i < limit { 100 } else { 101 }, 0)
+                },
+            );
+            assert_eq!(got, Some(limit - 1));
+            assert!(trials <= 18, "{trials}");
+        }
+        let mut trials = 0;
+        let got = calibrated(
+            200,
+            |i| 2 * (i + 1),
+            1000,
+            1000,
+            |i| {
+                trials += 1;
+                (i, 10 + i, 10)
+            },
+        );
+        assert_eq!(got, Some(199));
+        assert!(trials <= 3, "{trials}");
+        assert_eq!(calibrated(5, |i| i, 10, 10, |i| (i, 11, 0)), None);
+    }
 
     #[test]
     fn finds_the_last_fitting_index_from_any_guess() {

@@ -29,6 +29,7 @@ struct Built {
     end: usize,
     meta: String,
     tokens: usize,
+    meta_tokens: usize,
     shown: String,
 }
 
@@ -104,12 +105,17 @@ impl TextPaging<'_> {
         total: u64,
         meta: &mut dyn FnMut(&PageInfo<'_>) -> String,
     ) -> Option<Built> {
-        let guess = cands.iter().rposition(|c| c.1 <= body_budget).unwrap_or(0);
-        let try_at = |i: usize| {
-            let b = self.build(at, cands[i].0, total, meta);
-            (b.tokens <= self.budget).then_some(b)
-        };
-        super::search::largest_fit(cands.len(), guess, try_at)
+        super::search::calibrated(
+            cands.len(),
+            |i| cands[i].1,
+            self.budget,
+            body_budget,
+            |i| {
+                let b = self.build(at, cands[i].0, total, meta);
+                let (tokens, meta_tokens) = (b.tokens, b.meta_tokens);
+                (b, tokens, meta_tokens)
+            },
+        )
     }
 
     /// Candidate ends (byte offsets) after `o` with estimated tokens: after each line, or
@@ -191,6 +197,7 @@ impl TextPaging<'_> {
             end,
             meta: m,
             tokens,
+            meta_tokens,
             shown,
         }
     }
