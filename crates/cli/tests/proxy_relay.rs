@@ -131,11 +131,16 @@ fn server_requests_use_their_own_id_space() {
     assert_eq!(proxy.received_by_upstream(), request);
     // ...when the server asks the client something with the same id.
     let roots = r#"{"jsonrpc":"2.0","id":1,"method":"roots/list","params":{"_meta":{"t":1}}}"#;
-    let sampling =
+    let elicit =
         r#"{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"?"}}"#;
-    proxy.emit(&[roots, sampling]);
+    let sampling = r#"{"jsonrpc":"2.0","id":2,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}}"#;
+    proxy.emit(&[roots, elicit, sampling]);
     assert_eq!(String::from_utf8_lossy(&proxy.recv()), roots);
+    assert_eq!(String::from_utf8_lossy(&proxy.recv()), elicit);
     assert_eq!(String::from_utf8_lossy(&proxy.recv()), sampling);
+    let sampled = r#"{"jsonrpc":"2.0","id":2,"result":{"role":"assistant","content":{"type":"text","text":"yo"},"model":"m"}}"#;
+    proxy.send(sampled);
+    assert_eq!(proxy.received_by_upstream(), sampled);
     // The client's answers go to the server unchanged.
     let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"roots":[{"uri":"file:///w","name":"w"}]}}"#;
     proxy.send(answer);
