@@ -8,17 +8,27 @@
 //! (2024-11-05 … 2025-11-25) and stateless (2026-07-28: `server/discover`, `_meta` on every
 //! request, `resultType` in results) sessions pass the same way.
 //!
-//! Four tasks: one reads the client and writes the server's stdin; one reads the server's
-//! stdout; one writes every line bound for the client (so lines never interleave); the caller's
-//! task watches the child. Shaping runs on tokio's blocking pool.
+//! Tasks: one reads the client and writes the server's stdin (in the client's order); one
+//! reads the server's stdout; one writes every line bound for the client (so lines never
+//! interleave); one answers requests past [`RelayOptions::request_timeout`]; the caller's task
+//! watches the child. Shaping runs on tokio's blocking pool, except for small results.
+//! Order: lines that are not shaped keep their order in each direction (notifications,
+//! progress, cancellations among themselves); a shaped result may be overtaken by the lines
+//! behind it.
 //!
 //! Faults never stop the relay: a line that is not JSON, or longer than
 //! [`RelayOptions::max_line_bytes`], is dropped, logged to stderr and answered with a JSON-RPC
 //! error when it was a request whose id can be recovered (-32700 parse error, -32600 invalid
-//! request; -32603 for a bad answer of the server). When the server exits, every request
-//! still waiting gets a -32000 error naming the exit status, and [`Relay::run`] returns. When
-//! the client closes its end, the server's stdin is closed; the server gets
-//! [`RelayOptions::shutdown_grace`] to exit before it is killed.
+//! request; -32603 for a bad answer of the server, whose late real answer is then dropped). A
+//! request the server stays silent about (no answer, no progress) for the request timeout gets
+//! -32001. When the server exits, every request still waiting (and not cancelled by the
+//! client) gets a -32000 error naming the exit status, and [`Relay::run`] returns. When the
+//! client closes its end, the server's stdin is closed; the server gets
+//! [`RelayOptions::shutdown_grace`] to exit before it is killed. Answers the server sends
+//! meanwhile still reach the client.
+//!
+//! Not shaped: JSON-RPC batches (arrays, protocol 2025-03-26 only) pass through untouched,
+//! results included. Results nested deeper than 128 levels (serde_json's limit) pass unshaped.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), mcp_budget_proxy::relay::RelayError> {
