@@ -489,3 +489,18 @@ mod timeout_tests {
         assert_eq!(pending.len(), 1, "the cancelled one is left to the server");
     }
 }
+
+#[cfg(test)]
+mod depth_tests {
+    use super::*;
+
+    #[test]
+    fn deeply_nested_results_are_still_routed() {
+        let deep = format!("{}{}", "[".repeat(1000), "]".repeat(1000));
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":{deep}}}}}"#);
+        match parse(line.as_bytes()) {
+            Parsed::Message(e) => assert!(e.result.is_some()),
+            other => panic!("{other:?}"),
+        }
+    }
+}
