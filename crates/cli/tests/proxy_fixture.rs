@@ -358,3 +358,59 @@ fn answers_still_reach_a_client_that_closed_its_input() {
     assert_eq!(ids, [1, 2]);
     assert_eq!(proxy.wait(STEP).code(), Some(0));
 }
+
+#[test]
+fn telemetry_has_one_record_per_call_with_the_upstream_time_and_no_payload() {
+    let log = std::env::temp_dir().join(format!(
+        "mcp-budget-telemetry-{}-{:?}.jsonl",
+        std::process::id(),
+        Instant::now()
+    ));
+    let _ = std::fs::remove_file(&log);
+    let log_flag = log.to_string_lossy().into_owned();
+    let mut proxy = start(&["--log", &log_flag, "--max-tokens", "1000"], &[]);
+    initialize(&mut proxy);
+    proxy.send(&call(json!(1), "slow", json!({"ms": 300})));
+    assert_eq!(proxy.recv_json()["id"], 1);
+    proxy.send(&call(json!(2), "directory_tree", json!({"entries": 2000})));
+    assert_eq!(proxy.recv_json()["id"], 2);
+    proxy.close_stdin();
+    assert_eq!(proxy.wait(STEP).code(), Some(0));
+
+    let text =
+        std::fs::read_to_string(&log).expect("telemetry log written by the time the proxy exits");
+    let _ = std::fs::remove_file(&log);
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(records.len(), 2, "{text}");
+    for field in [
+        "ts",
+        "tool",
+        "bytes_pre",
+        "bytes",
+        "tokens_pre",
+        "tokens",
+        "upstream_ms",
+        "shape_ms",
+        "outcome",
+    ] {
+        assert!(
+            records.iter().all(|r| r.get(field).is_some()),
+            "{field} missing: {text}"
+        );
+    }
+    assert_eq!(records[0]["tool"], "slow");
+    let upstream_ms = records[0]["upstream_ms"].as_u64().unwrap_or(0);
+    assert!(
+        (300..5000).contains(&upstream_ms),
+        "upstream_ms {upstream_ms}"
+    );
+    assert_eq!(records[1]["tool"], "directory_tree");
+    assert_eq!(records[1]["outcome"], "paged", "{text}");
+    assert!(
+        !text.contains("slept") && !text.contains("children"),
+        "payload in telemetry: {text}"
+    );
+}
