@@ -532,3 +532,27 @@ fn a_hung_request_times_out_unless_the_server_reports_progress() {
     proxy.emit(&[r#"{"jsonrpc":"2.0","id":51,"result":{"content":[]}}"#]);
     proxy.sync("after-timeouts");
 }
+
+#[test]
+fn bad_settings_are_errors_before_the_server_starts() {
+    let marker =
+        std::env::temp_dir().join(format!("mcp-budget-never-started-{}", std::process::id()));
+    let script = format!("open({:?}, 'w').write('started')", marker.to_string_lossy());
+    for flags in [
+        vec!["--config", "/nonexistent/mcp-budget.toml"],
+        vec!["--encoding", "no_such_encoding"],
+        vec!["--max-tokens", "lots"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_mcp-budget"))
+            .arg("proxy")
+            .args(&flags)
+            .args(["--", "python3", "-c", &script])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        assert!(!out.status.success(), "{flags:?}");
+        assert!(out.stdout.is_empty(), "{flags:?}");
+        assert!(!out.stderr.is_empty(), "{flags:?}");
+        assert!(!marker.exists(), "the server was started despite {flags:?}");
+    }
+}
