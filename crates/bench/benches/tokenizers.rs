@@ -276,7 +276,7 @@ fn pathological() -> Vec<(Backend, &'static str)> {
     let mut ok = Vec::new();
     for input in ["letter-a", "spaces"] {
         for b in Backend::all() {
-            for size in [16_000, 64_000, 256_000, PATHOLOGICAL] {
+            for size in [16_000, 64_000, 256_000, 512_000, 1_000_000, PATHOLOGICAL] {
                 let size_arg = size.to_string();
                 let started = Instant::now();
                 let outcome = run_probe(&["count", &b.to_string(), input, &size_arg], timeout);
