@@ -420,6 +420,10 @@ proptest! {
         let total = text.bytes().filter(|&b| b == b'\n').count() + usize::from(!text.is_empty() && !text.ends_with('\n'));
         let mut line = 1;
         let mut offset = 0;
+        if text.is_empty() {
+            prop_assert_eq!(&all_pages(&doc, budget)[0].shown, "empty");
+            return Ok(());
+        }
         for (i, p) in all_pages(&doc, budget).iter().enumerate() {
             let head = if p.shown.starts_with("lines ") { format!("lines {line}-") } else { format!("line {line} of {total}") };
             prop_assert!(p.shown.starts_with(&head), "{:?} should start with {:?}", p.shown, head);

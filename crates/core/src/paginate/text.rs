@@ -53,7 +53,11 @@ impl TextPaging<'_> {
                 value: None,
                 meta: None,
                 tokens,
-                shown: format!("lines 1-{0} of {0}", line_count(text)),
+                shown: match line_count(text) {
+                    0 => "empty".to_owned(),
+                    1 => "line 1 of 1".to_owned(),
+                    n => format!("lines 1-{n} of {n}"),
+                },
                 start: Position::text(at),
                 next: None,
                 root: Vec::new(),
