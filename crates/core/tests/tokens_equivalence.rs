@@ -216,7 +216,38 @@ fn wordy_string() -> impl Strategy<Value = String> {
     })
 }
 
+/// Small JSON values (objects, arrays, strings, numbers with long mantissas), the shape the
+/// proxy emits once compacted.
+fn small_json() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
+        tricky_string().prop_map(|s| Value::String(s.chars().take(24).collect())),
+        "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(3, 12, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec(("[a-zA-Z_]{1,8}", inner), 0..4)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
 proptest! {
+    #[test]
+    fn counts_equal_tiktoken_rs_on_random_compact_json(value in small_json()) {
+        let text = serde_json::to_string(&value).expect("a Value serializes");
+        for encoding in &BPE_ENCODINGS {
+            let expected = reference(encoding).encode_ordinary(&text).len();
+            prop_assert_eq!(encoding.count(&text), expected, "{} {}", encoding, text);
+            assert_limits_agree(encoding, "compact json", &text, expected);
+        }
+    }
+
     #[test]
     fn counts_equal_tiktoken_rs_on_random_strings(text in tricky_string()) {
         for encoding in &BPE_ENCODINGS {
