@@ -104,6 +104,28 @@ fn tools_list_gets_the_injected_tools_in_both_protocol_eras() {
     assert_eq!(msg["id"], 3, "{msg}");
     assert_eq!(msg["result"]["resultType"], "complete", "{msg}");
     assert_eq!(msg["result"]["content"][0]["text"], r#"{"a":1}"#, "{msg}");
+
+    // A paged result, and the proxy's own answer to read_more, carry resultType too.
+    proxy.send(&request(
+        json!(4),
+        "tools/call",
+        json!({"name": "directory_tree", "arguments": {"entries": 3000}, "_meta": meta}),
+    ));
+    let msg = proxy.recv_json();
+    assert_eq!(msg["result"]["resultType"], "complete", "{msg}");
+    let items = msg["result"]["content"].as_array().expect("content");
+    let page_meta: Value =
+        serde_json::from_str(items.last().and_then(|i| i["text"].as_str()).unwrap_or(""))
+            .expect("meta item");
+    let cursor = page_meta["next_cursor"].as_str().expect("paged").to_owned();
+    proxy.send(&request(
+        json!(5),
+        "tools/call",
+        json!({"name": "read_more", "arguments": {"cursor": cursor}, "_meta": meta}),
+    ));
+    let msg = proxy.recv_json();
+    assert_eq!(msg["id"], 5, "{msg}");
+    assert_eq!(msg["result"]["resultType"], "complete", "{msg}");
 }
 
 #[test]

@@ -154,11 +154,19 @@ async fn relay_line(
             .params
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or_default();
+        let stateless = is_stateless(&params);
         // An injected tool may run jq over a cached 12 MB response: off the I/O threads.
         // Awaiting it here keeps the client's line order.
         let answer = tokio::task::spawn_blocking(move || shaper.answer_injected(&params)).await;
         match answer {
-            Ok(Some(result)) => {
+            Ok(Some(mut result)) => {
+                if stateless
+                    && let Some(object) = result.as_object_mut()
+                    && !object.contains_key("resultType")
+                {
+                    // 2026-07-28: every result says what it is.
+                    object.insert("resultType".to_owned(), "complete".into());
+                }
                 let line = reply::result_line(raw_id, &result).unwrap_or_else(|e| {
                     reply::error_line(raw_id, reply::INTERNAL_ERROR, &format!("mcp-budget: {e}"))
                 });
@@ -250,5 +258,37 @@ async fn refuse(line: &[u8], scan: Scan, not_json: bool, out: &mpsc::Sender<Vec<
             )
         };
         send(out, reply::error_line(&id, code, message)).await;
+    }
+}
+
+/// Whether a request speaks the stateless protocol (2026-07-28 or later): its
+/// `_meta["io.modelcontextprotocol/protocolVersion"]` is such a version. Versions are dates,
+/// so they compare as strings.
+fn is_stateless(params: &serde_json::Value) -> bool {
+    params
+        .get("_meta")
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|v| v >= STATELESS_SINCE)
+}
+
+/// The first protocol version without `initialize`, whose results carry `resultType`.
+const STATELESS_SINCE: &str = "2026-07-28";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn stateless_requests_are_told_by_their_meta() {
+        let meta = |v: &str| json!({"name": "read_more", "_meta": {"io.modelcontextprotocol/protocolVersion": v}});
+        assert!(is_stateless(&meta("2026-07-28")));
+        assert!(is_stateless(&meta("2027-01-01")));
+        assert!(!is_stateless(&meta("2025-11-25")));
+        assert!(!is_stateless(&json!({"name": "read_more"})));
+        assert!(!is_stateless(
+            &json!({"name": "read_more", "_meta": {"progressToken": 1}})
+        ));
     }
 }
