@@ -11,6 +11,8 @@ use crate::tokens::Encoding;
 
 /// See `json::BYTES_PER_TOKEN_CAP`.
 const BYTES_PER_TOKEN_CAP: usize = 16;
+/// Lines are estimated in chunks of about this many bytes.
+const CHUNK_BYTES: usize = 2048;
 
 /// Pages one text.
 pub(crate) struct TextPaging<'a> {
@@ -130,8 +132,26 @@ impl TextPaging<'_> {
         let mut at = o;
         let mut est = 0;
         while at < text.len() && est <= limit {
-            let le = text[at..].find('\n').map_or(text.len(), |i| at + i + 1);
             let remaining = limit - est;
+            // Whole lines in chunks of about CHUNK_BYTES, counted at once (one tokenizer call
+            // per chunk, not per line); a chunk's tokens are spread over its lines by bytes.
+            let mut ends = Vec::new();
+            let mut end = at;
+            while end < text.len() && end - at < CHUNK_BYTES {
+                end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
+                ends.push(end);
+            }
+            if ends.len() > 1
+                && let Some(c) = self.count_upto(&text[at..end], remaining.max(1))
+            {
+                let span = end - at;
+                cands.extend(ends.iter().map(|&e| (e, est + c * (e - at) / span)));
+                est += c;
+                at = end;
+                continue;
+            }
+            // The page ends in this chunk: line by line.
+            let le = ends.first().copied().unwrap_or(text.len());
             if let Some(c) = self.count_upto(&text[at..le], remaining.max(1)) {
                 est += c;
                 cands.push((le, est));
