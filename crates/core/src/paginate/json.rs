@@ -24,9 +24,18 @@ use crate::tokens::Encoding;
 pub(crate) const SHORT_SCALAR_BYTES: usize = 64;
 /// Strings whose compact text is longer than this many bytes may be split across pages.
 const LONG_STRING_BYTES: usize = 64;
+/// Siblings of at most this many bytes of compact text are estimated in runs.
+const SMALL_UNIT_BYTES: usize = 512;
+/// About this many bytes of small siblings are counted in one tokenizer call.
+const RUN_BYTES: usize = 2048;
 /// A text of more than this many bytes per token of budget is assumed not to fit (it is then
 /// descended into or split rather than serialized whole): keeps work proportional to the page.
 const BYTES_PER_TOKEN_CAP: usize = 16;
+/// A value whose estimated compact size passes this many bytes per token of room is not
+/// serialized to be counted: it is descended into (compact JSON averages 3 to 4 bytes per
+/// token). Smaller than `BYTES_PER_TOKEN_CAP` because sizing a big sub-tree walks it up to the
+/// cap, at every level the walk descends through.
+const APPROX_BYTES_PER_TOKEN: usize = 6;
 
 /// Whether `v` is a scalar short enough to be repeated in the skeleton of every page.
 pub(crate) fn is_short_scalar(v: &Value) -> bool {
@@ -144,6 +153,82 @@ pub(crate) fn build(v: &Value, s: Option<&[usize]>, e: Option<&[usize]>) -> Valu
     }
 }
 
+impl JsonPaging<'_> {
+    /// Writes the compact text of [`build`]`(v, s, e)` without cloning the window: whole
+    /// children are written straight from the document.
+    fn write_window(&self, v: &Value, s: Option<&[usize]>, e: Option<&[usize]>, out: &mut String) {
+        fn first(p: Option<&[usize]>) -> Option<(usize, Option<&[usize]>)> {
+            let (&i, rest) = p?.split_first()?;
+            Some((i, (!rest.is_empty()).then_some(rest)))
+        }
+        let (s0, s_rest) = first(s).unwrap_or((0, None));
+        let (e0, e_rest) = first(e).unwrap_or((usize::MAX, None));
+        let mut sep = false;
+        let mut item = |out: &mut String,
+                        key: Option<&str>,
+                        c: &Value,
+                        cs: Option<&[usize]>,
+                        ce: Option<&[usize]>| {
+            if sep {
+                out.push(',');
+            }
+            sep = true;
+            if let Some(k) = key {
+                out.push_str(&serde_json::to_string(k).unwrap_or_default());
+                out.push(':');
+            }
+            if cs.is_none() && ce.is_none() {
+                out.push_str(&self.text(c));
+            } else {
+                self.write_window(c, cs, ce, out);
+            }
+        };
+        match v {
+            Value::String(st) => {
+                let a = if s.is_some() { s0.min(st.len()) } else { 0 };
+                let b = if e.is_some() {
+                    e0.min(st.len())
+                } else {
+                    st.len()
+                };
+                let piece = st.get(a..b.max(a)).unwrap_or_default();
+                out.push_str(&serde_json::to_string(piece).unwrap_or_default());
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, c) in items.iter().enumerate().skip(s0) {
+                    let cs = if i == s0 { s_rest } else { None };
+                    let ce = if i == e0 { e_rest } else { None };
+                    if i > e0 || (i == e0 && ce.is_none()) {
+                        break;
+                    }
+                    item(out, None, c, cs, ce);
+                }
+                out.push(']');
+            }
+            Value::Object(m) => {
+                out.push('{');
+                for (i, (k, c)) in m.iter().enumerate() {
+                    if i < s0 {
+                        if is_short_scalar(c) {
+                            item(out, Some(k), c, None, None);
+                        }
+                        continue;
+                    }
+                    let cs = if i == s0 { s_rest } else { None };
+                    let ce = if i == e0 { e_rest } else { None };
+                    if i > e0 || (i == e0 && ce.is_none()) {
+                        break;
+                    }
+                    item(out, Some(k), c, cs, ce);
+                }
+                out.push('}');
+            }
+            scalar => out.push_str(&self.text(scalar)),
+        }
+    }
+}
+
 /// A candidate end of the page being built, with the estimated tokens up to it.
 #[derive(Debug)]
 struct Cand {
@@ -192,7 +277,7 @@ impl JsonPaging<'_> {
     /// Estimated tokens of `v` (as a member `key` when given, plus a separator), or `None` when
     /// it does not fit `remaining`.
     fn fit_cost(&self, key: Option<&str>, v: &Value, remaining: usize) -> Option<usize> {
-        let cap = remaining.saturating_mul(BYTES_PER_TOKEN_CAP).max(64);
+        let cap = remaining.saturating_mul(APPROX_BYTES_PER_TOKEN).max(64);
         approx_len(v, cap)?;
         let mut text = match key {
             Some(k) => {
@@ -209,7 +294,7 @@ impl JsonPaging<'_> {
     /// The page that starts at `s` (a canonical position; empty = the document start).
     pub(crate) fn page(&self, s: &[usize], meta: &mut dyn FnMut(&PageInfo<'_>) -> String) -> Page {
         if s.is_empty() {
-            let cap = self.budget.saturating_mul(BYTES_PER_TOKEN_CAP * 2);
+            let cap = self.budget.saturating_mul(BYTES_PER_TOKEN_CAP);
             if approx_len(self.doc, cap).is_some() {
                 let body = self.text(self.doc);
                 if let Some(tokens) = self.enc.count_till_limit(&body, self.budget) {
@@ -375,6 +460,24 @@ impl JsonPaging<'_> {
                 }
                 continue;
             }
+            // Runs of small siblings are counted in one tokenizer call (per-call overhead
+            // dominates on many small elements), their tokens spread over them by bytes.
+            if pos.len() > r.len()
+                && let Some(p) = parent
+                && let Some(run) = self.small_run(p, pos.last().copied().unwrap_or(0), to_target)
+            {
+                let mut done = false;
+                for share in run {
+                    if self.take(r, &mut pos, &mut est, share, &mut cands) {
+                        done = true;
+                        break;
+                    }
+                }
+                if done {
+                    break;
+                }
+                continue;
+            }
             let (key, node) = if pos.len() == r.len() {
                 match node_at(self.doc, &pos) {
                     Some(n) => (None, n),
@@ -421,6 +524,43 @@ impl JsonPaging<'_> {
             }
         }
         cands
+    }
+
+    /// The estimated tokens of each sibling of a run of at least two small siblings of
+    /// `parent` from index `i` (about `RUN_BYTES` of compact text in all) when the whole run
+    /// fits `room`; `None` otherwise (the walk then goes one element at a time).
+    fn small_run(&self, parent: &Value, i: usize, room: usize) -> Option<Vec<usize>> {
+        let children: Box<dyn Iterator<Item = (Option<&str>, &Value)>> = match parent {
+            Value::Array(a) => Box::new(a.get(i..)?.iter().map(|c| (None, c))),
+            Value::Object(m) => Box::new(m.iter().skip(i).map(|(k, c)| (Some(k.as_str()), c))),
+            _ => return None,
+        };
+        let mut text = String::new();
+        let mut ends = Vec::new();
+        for (key, c) in children {
+            if text.len() >= RUN_BYTES || approx_len(c, SMALL_UNIT_BYTES).is_none() {
+                break;
+            }
+            if let Some(k) = key {
+                text.push_str(&serde_json::to_string(k).unwrap_or_default());
+                text.push(':');
+            }
+            text.push_str(&self.text(c));
+            text.push(',');
+            ends.push(text.len());
+        }
+        if ends.len() < 2 {
+            return None;
+        }
+        let total = self.count_upto(&text, room)?;
+        let mut shares = Vec::with_capacity(ends.len());
+        let mut prev_tokens = 0;
+        for e in ends {
+            let t = total * e / text.len();
+            shares.push(t - prev_tokens);
+            prev_tokens = t;
+        }
+        Some(shares)
     }
 
     /// Takes the unit at `pos` whole (estimated at `cost` tokens): records the candidate after
@@ -544,8 +684,8 @@ impl JsonPaging<'_> {
             .as_deref()
             .filter(|e| e.len() > r.len() && e.starts_with(r))
             .map(|e| &e[r.len()..]);
-        let value = build(node, (!rel_s.is_empty()).then_some(rel_s), rel_e);
-        let body = self.text(&value);
+        let mut body = String::new();
+        self.write_window(node, (!rel_s.is_empty()).then_some(rel_s), rel_e, &mut body);
         let shown = path::shown(self.doc, s, end.as_deref(), r, self.loc_max());
         let m = meta(&PageInfo {
             shown: &shown,
@@ -618,6 +758,33 @@ mod tests {
     fn build_splits_strings_at_byte_offsets() {
         let v = json!(["héllo"]);
         assert_eq!(build(&v, Some(&[0, 1]), Some(&[0, 3])), json!(["é"]));
+    }
+
+    #[test]
+    fn the_window_writer_agrees_with_build() {
+        let v = json!({"name": "x", "rows": [1, {"a": "héllo", "b": [2, 3]}, 4], "tail": "t"});
+        let enc = Encoding::Cl100kBase;
+        let p = JsonPaging {
+            doc: &v,
+            enc: &enc,
+            budget: 256,
+            precision: 9,
+            loc_max: 48,
+        };
+        type Window<'a> = (Option<&'a [usize]>, Option<&'a [usize]>);
+        let cases: [Window<'_>; 6] = [
+            (None, None),
+            (Some(&[1, 1]), None),
+            (None, Some(&[1, 1, 0, 2])),
+            (Some(&[1, 1, 0, 1]), Some(&[1, 1, 1, 1])),
+            (Some(&[1, 1]), Some(&[1, 1])),
+            (Some(&[2]), None),
+        ];
+        for (s, e) in cases {
+            let mut out = String::new();
+            p.write_window(&v, s, e, &mut out);
+            assert_eq!(out, compact::to_string(&build(&v, s, e), 9), "{s:?} {e:?}");
+        }
     }
 
     #[test]
