@@ -255,7 +255,9 @@ pub struct PageInfo<'a> {
 pub struct Page {
     /// The page as the first content item carries it: compact JSON, or a slice of the text.
     pub body: String,
-    /// For JSON documents, the value of `body` (floats already rounded).
+    /// For JSON documents, the value of `body` (floats already rounded), parsed back from
+    /// `body` (so `None` only if a page nests deeper than serde_json's recursion limit of 128,
+    /// which documents parsed by serde_json never do).
     pub value: Option<Value>,
     /// The meta item's text, from the caller's renderer; `None` only when the whole document
     /// fit on page 1.
