@@ -29,7 +29,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.fixture(scope="session")
 def report():
     """`report(server, tool, direct_result, pages)` records the before/after figures."""
-    from harness import visible_tokens
+    from harness import meta_of, visible_tokens
 
     def add(server: str, tool: str, direct: dict, pages: list[dict], note: str = "") -> None:
         REPORT.append(
@@ -38,6 +38,8 @@ def report():
                 "tool": tool,
                 "tokens_direct": visible_tokens(direct),
                 "tokens_page1": visible_tokens(pages[0]),
+                # The proxy's own count of the whole compacted result (meta item), if paged.
+                "tokens_compacted_proxy": (meta_of(pages[0]) or {}).get("total_tokens"),
                 "tokens_max_page": max(visible_tokens(p) for p in pages),
                 "pages": len(pages),
                 "read_more_calls": len(pages) - 1,
@@ -57,10 +59,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     tr = terminalreporter
     tr.section("tokens direct vs through mcp-budget proxy (cl100k_base, counted by tiktoken)")
     width = max(len(r["tool"]) for r in REPORT)
-    tr.write_line(f"{'server':<11} {'tool':<{width}} {'direct':>8} {'page 1':>7} {'max page':>8} {'pages':>5}  note")
+    tr.write_line(
+        f"{'server':<11} {'tool':<{width}} {'direct':>8} {'compact':>8} {'page 1':>7} {'max page':>8} {'pages':>5}  note"
+    )
     for r in REPORT:
         tr.write_line(
-            f"{r['server']:<11} {r['tool']:<{width}} {r['tokens_direct']:>8} {r['tokens_page1']:>7} "
+            f"{r['server']:<11} {r['tool']:<{width}} {r['tokens_direct']:>8} "
+            f"{r['tokens_compacted_proxy'] or '':>8} {r['tokens_page1']:>7} "
             f"{r['tokens_max_page']:>8} {r['pages']:>5}  {r['note']}"
         )
     tr.write_line(f"(written to {out})")
