@@ -568,10 +568,18 @@ fn an_indivisible_number_over_the_budget_is_shown_alone_and_flagged() {
 #[test]
 fn a_huge_key_is_escaped_by_rooting_the_page_below_it() {
     let key = "k".repeat(10_000);
-    let doc = Document::Json(json!({"a": 1, key.clone(): [1, 2, 3], "z": 2}));
-    let pages = all_pages(&doc, 256);
-    assert!(pages.iter().all(|p| p.tokens <= 256 || p.oversized));
-    assert_eq!(reassemble(&pages), Some(Document::Json(rounded(&doc))));
+    for v in [
+        json!({"a": 1, key.clone(): [1, 2, 3], "z": 2}),
+        // First in the document: page 1 itself is rooted below the key.
+        json!({key.clone(): [1, 2, 3], "z": 2}),
+        json!([{key.clone(): "x".repeat(3000)}]),
+        json!({key.clone(): 5}),
+    ] {
+        let doc = Document::Json(v);
+        let pages = all_pages(&doc, 256);
+        assert!(pages.iter().all(|p| p.tokens <= 256 && !p.oversized));
+        assert_eq!(reassemble(&pages), Some(Document::Json(rounded(&doc))));
+    }
 }
 
 #[test]

@@ -315,23 +315,38 @@ impl JsonPaging<'_> {
         })) + 4;
         let body_budget = self.budget.saturating_sub(meta_est).max(1);
 
-        // Page roots: prefixes of `s`, shallowest first; a string node is the deepest root.
-        let max_root = match s.split_last().and_then(|(_, p)| node_at(self.doc, p)) {
-            Some(Value::String(_)) => s.len() - 1,
-            _ => s.len(),
+        // Page roots, shallowest first: prefixes of `s` (a string node is the deepest), or, on
+        // page 1, the chain of first children (nothing precedes them, so a page 1 rooted there
+        // is wrapped back by the merge rule without a skeleton).
+        let roots: Vec<Vec<usize>> = if s.is_empty() {
+            let mut chain = vec![Vec::new()];
+            let mut node = self.doc;
+            let mut r = Vec::new();
+            while let Some((_, c)) = child(node, 0) {
+                r.push(0);
+                chain.push(r.clone());
+                node = c;
+            }
+            chain
+        } else {
+            let max_root = match s.split_last().and_then(|(_, p)| node_at(self.doc, p)) {
+                Some(Value::String(_)) => s.len() - 1,
+                _ => s.len(),
+            };
+            (0..=max_root).map(|k| s[..k].to_vec()).collect()
         };
+        // The shallowest root whose skeleton takes at most a quarter of the body budget.
         let mut first_root = 0;
         let mut shells = Vec::new();
-        for k in 0..=max_root {
-            let shell = self.shell_tokens(&s[..k], s);
+        for (k, r) in roots.iter().enumerate() {
+            let shell = self.shell_tokens(r, s);
             shells.push(shell);
             first_root = k;
             if shell <= body_budget / 4 {
                 break;
             }
         }
-        for k in first_root..=max_root {
-            let r = &s[..k];
+        for (k, r) in roots.iter().enumerate().skip(first_root) {
             let shell = match shells.get(k) {
                 Some(&t) => t,
                 None => self.shell_tokens(r, s),
@@ -370,7 +385,7 @@ impl JsonPaging<'_> {
         }
         // An indivisible unit (a huge number) bigger than the budget. Show it alone, flagged,
         // rather than lose it.
-        let r = &s[..max_root];
+        let r = roots.last().map_or(&[][..], Vec::as_slice);
         let cands = self.walk(r, s, 0, 0, 0);
         let end = cands.into_iter().next().and_then(|c| c.end);
         let b = self.build_page(r, s, end, meta);
@@ -404,7 +419,8 @@ impl JsonPaging<'_> {
 
     /// Tokens of the skeleton alone of a page rooted at `r` that starts at `s`.
     fn shell_tokens(&self, r: &[usize], s: &[usize]) -> usize {
-        if r.len() == s.len() {
+        // A page that starts at its root's beginning (R = S, or page 1) has no skeleton.
+        if r.len() >= s.len() {
             return 0;
         }
         let Some(node) = node_at(self.doc, r) else {
@@ -435,7 +451,12 @@ impl JsonPaging<'_> {
     ) -> Vec<Cand> {
         let target = target.min(limit);
         let mut cands: Vec<Cand> = Vec::new();
-        let mut pos = s.to_vec();
+        // Page 1 rooted below `$` starts at its root, which nothing precedes.
+        let mut pos = if s.len() < r.len() {
+            r.to_vec()
+        } else {
+            s.to_vec()
+        };
         let mut est = shell;
         loop {
             if !cands.is_empty() && est > limit {

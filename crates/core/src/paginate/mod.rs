@@ -47,8 +47,7 @@
 //!
 //! ## Merge rule (reassembling JSON pages)
 //!
-//! Start with the body of page 1 (its `shown` is not needed). For each following page, parse
-//! its `shown` left to right:
+//! Parse each page's `shown` left to right:
 //! - **S**, the start path: `$` then steps — `.name`, `['k']` (unescape `\'`, `\\`, `\n`,
 //!   `\r`, `\t`, `\b`, `\f`, `\uXXXX`), `[i]`, `[a:b]` (step `[a]`), `[chars c]` or
 //!   `[chars a:b]` (a string offset) — up to the first character that starts no step;
@@ -56,7 +55,12 @@
 //! - then, optionally, ` (body is R)`: **R**, the page root (empty, i.e. `$`, without it).
 //!
 //! A `shown` that does not parse this way (an abbreviated one, with `…`) cannot be merged.
-//! Then, with V the page body and D = len(S) − len(R):
+//!
+//! Page 1 (whatever its S; a page 1 that fits whole has no meta and R = `$`) starts the
+//! accumulated value A: its body V wrapped in R, innermost step first — `[V]` for an index step (always
+//! `[0]`), `{"k":V}` for a key step (page 1 is rooted below `$` only when even one unit with
+//! its skeleton does not fit, e.g. under a 10 KB key). For each following page, with V its body
+//! and D = len(S) − len(R):
 //! 1. If D = 0 (the body is one new node): walk A, the value accumulated so far, down along
 //!    every step of R but the last, each time into the **last** element (or last member) of
 //!    the current node; there append V to the array, or insert V under the key of R's last

@@ -26,7 +26,13 @@ pub fn reassemble(pages: &[Page]) -> Option<Document> {
             Pos::Text(_) => return None,
         };
         let Some(a) = acc.as_mut() else {
-            acc = Some(value);
+            acc = Some(wrap(
+                value,
+                page.root.iter().map(|s| match s {
+                    PathStep::Key(k) => Some(k.as_str()),
+                    PathStep::Index(_) => None,
+                }),
+            ));
             continue;
         };
         let root: Vec<Option<&str>> = page
@@ -73,6 +79,19 @@ fn merge_at(acc: &mut Value, value: Value, root: &[Option<&str>], depth: usize) 
     }
 }
 
+/// Page 1 rooted at R (a chain of first children): the body wrapped back in R's containers,
+/// innermost first (`[V]` for an index step, `{"k":V}` for a key step).
+fn wrap<'a>(value: Value, root: impl DoubleEndedIterator<Item = Option<&'a str>>) -> Value {
+    root.rev().fold(value, |v, step| match step {
+        Some(k) => {
+            let mut m = serde_json::Map::new();
+            m.insert(k.to_owned(), v);
+            Value::Object(m)
+        }
+        None => Value::Array(vec![v]),
+    })
+}
+
 fn last_child(v: &mut Value) -> Option<&mut Value> {
     match v {
         Value::Array(items) => items.last_mut(),
@@ -116,7 +135,18 @@ pub fn reassemble_from_wire(pages: &[(Value, Option<&str>)]) -> Option<Value> {
     let mut acc: Option<Value> = None;
     for (value, shown) in pages {
         let Some(a) = acc.as_mut() else {
-            acc = Some(value.clone());
+            // Page 1: a fitting document has no meta; one rooted below `$` is wrapped back.
+            let root = match shown {
+                Some(shown) => parse_shown(shown)?.1,
+                None => Vec::new(),
+            };
+            acc = Some(wrap(
+                value.clone(),
+                root.iter().map(|s| match s {
+                    ShownStep::Key(k) => Some(k.as_str()),
+                    _ => None,
+                }),
+            ));
             continue;
         };
         let (start, root) = parse_shown((*shown)?)?;
