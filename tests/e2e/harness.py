@@ -251,9 +251,26 @@ def _merge(node: Any, value: Any, depth: int) -> Any:
     raise ValueError(f"pages do not fit together: {type(node).__name__} vs {type(value).__name__} at depth {depth}")
 
 
+def _wrap_page_one(value: Any, shown: str | None) -> Any:
+    """Page 1's body wrapped in its root R, innermost step first (`[V]` for an index step,
+    `{"k": V}` for a key step). Only R matters here, so an abbreviated page-1 location
+    without ` (body is …)` means R = `$`."""
+    if shown is None:
+        return value
+    try:
+        _, root = parse_shown(shown)
+    except ValueError:
+        if " (body is " in shown:
+            raise
+        return value
+    for kind, step in reversed(root):
+        value = [value] if kind == "index" else {step: value}
+    return value
+
+
 def reassemble_json(pages: list[tuple[Any, str | None]]) -> Any:
     """Merges (body value, meta `shown`) pairs of one result, page 1 first."""
-    holder = [pages[0][0]]
+    holder = [_wrap_page_one(*pages[0])]
     for value, shown in pages[1:]:
         if shown is None:
             raise ValueError("a page after page 1 without a meta item")

@@ -1,6 +1,8 @@
 """The merge rule written in harness.py, checked on pages the core engine cut
-(data/merge_pages.json: a 1,230-node tree at 400 tokens a page, and a nested object with a long
-string and a long array at 260 tokens a page; recorded from mcp_budget_core::paginate)."""
+(data/merge_pages.json, recorded from mcp_budget_core::paginate: a 1,230-node tree at 400
+tokens a page; a nested object with a long string and a long array at 260; keys that look like
+the location grammar at 280; a 10,000-character key at 300, whose locations are abbreviated
+with `…` and so, as the rule says, cannot be merged from the wire)."""
 
 import json
 from pathlib import Path
@@ -22,11 +24,19 @@ def _as_results(pages):
     return out
 
 
-@pytest.mark.parametrize("name", sorted(PAGES))
+MERGEABLE = sorted(k for k in PAGES if k != "big_key")
+
+
+@pytest.mark.parametrize("name", MERGEABLE)
 def test_recorded_pages_reassemble_to_the_document(name):
     case = PAGES[name]
     assert len(case["pages"]) > 3
     assert reassemble(_as_results(case["pages"])) == json.loads(case["doc"])
+
+
+def test_abbreviated_locations_are_refused_not_misread():
+    with pytest.raises(ValueError, match="abbreviated"):
+        reassemble(_as_results(PAGES["big_key"]["pages"]))
 
 
 def test_shown_forms_parse():
@@ -41,3 +51,16 @@ def test_shown_forms_parse():
     assert parse_shown("$['x (body is $)'][chars 3:9]") == ([("key", "x (body is $)"), ("chars", 3)], [])
     with pytest.raises(ValueError):
         parse_shown("$[0].chil…[3]")
+
+
+def test_page_one_rooted_below_the_document_is_wrapped_back():
+    pages = [
+        ('{"a":"x"}', "$[0]['%s'].a[chars 0:1] (body is $[0]['%s'])" % ("k" * 3, "k" * 3)),
+        ('"y"', "$[0]['kkk'].a[chars 1:2] to end (body is $[0]['kkk'].a)"),
+    ]
+    doc = [{"kkk": {"a": "xy"}}]
+    results = [
+        {"content": [{"type": "text", "text": body}, {"type": "text", "text": json.dumps({"truncated": True, "shown": shown})}]}
+        for body, shown in pages
+    ]
+    assert reassemble(results) == doc
