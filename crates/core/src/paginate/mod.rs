@@ -384,8 +384,10 @@ impl Pager {
                 meta,
             )),
             (Document::Text(t), Pos::Text(p)) => {
-                let ok =
-                    (p.byte < t.len() || p.byte == 0) && t.is_char_boundary(p.byte) && p.line >= 1;
+                // The line and column must be those of the byte offset: a forged cursor with
+                // another line number would otherwise overflow the page's line arithmetic.
+                let ok = (p.byte < t.len() || p.byte == 0)
+                    && text::position_at(t, p.byte).as_ref() == Some(p);
                 if !ok {
                     return Err(PageError::OutOfRange);
                 }

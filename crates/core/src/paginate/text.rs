@@ -252,6 +252,17 @@ impl TextPaging<'_> {
     }
 }
 
+/// The position of byte `byte` of `text` (line and column as a page ending there would carry
+/// them), or `None` when `byte` is past the end or not at a character boundary.
+pub(crate) fn position_at(text: &str, byte: usize) -> Option<TextPos> {
+    let start = TextPos {
+        byte: 0,
+        line: 1,
+        col: 0,
+    };
+    text.get(..byte).map(|head| advance(start, head))
+}
+
 /// The position after `body`, which starts at `at`.
 fn advance(at: TextPos, body: &str) -> TextPos {
     let newlines = body.bytes().filter(|&c| c == b'\n').count() as u64;

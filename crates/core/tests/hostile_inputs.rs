@@ -1,0 +1,132 @@
+//! No panic on any input: arbitrary bytes and forged positions through the public API.
+//! Cases per property come from the `PROPTEST_CASES` environment variable.
+
+use mcp_budget_core::paginate::{Document, PageInfo, Pager, Position, meta};
+use mcp_budget_core::tokens::Encoding;
+use proptest::prelude::*;
+
+fn render_meta(index: usize, info: &PageInfo<'_>) -> String {
+    let m = meta::build_meta(
+        info,
+        "3fa9c2e1b07d",
+        index as u64 + 1,
+        9_999,
+        meta::HintTools::default(),
+    );
+    serde_json::to_string(&m).unwrap_or_default()
+}
+
+/// Follows every page of `doc`, asserting each one moves forward; returns the page count.
+fn follow(doc: &Document, budget: usize) -> usize {
+    let pager = Pager::new(Encoding::Cl100kBase, budget, 9);
+    let limit = doc.render(9).len() + 2;
+    let mut at = Position::start();
+    let mut n = 0;
+    loop {
+        let page = pager
+            .page(doc, &at, &mut |info| render_meta(n, info))
+            .expect("positions from the pager are in range");
+        n += 1;
+        assert!(n <= limit, "paging does not end");
+        match page.next {
+            Some(next) => {
+                assert_ne!(next, at, "a page made no progress");
+                at = next;
+            }
+            None => return n,
+        }
+    }
+}
+
+/// Bytes that are often almost JSON: brackets, quotes, escapes, digits, NUL, newlines, UTF-8
+/// fragments and lone-surrogate escapes.
+fn hostile_text() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        Just("[".to_owned()),
+        Just("]".to_owned()),
+        Just("{\"k\":".to_owned()),
+        Just("}".to_owned()),
+        Just(",".to_owned()),
+        Just("\"\\ud800\"".to_owned()),
+        Just("1e999999".to_owned()),
+        Just("-0.0".to_owned()),
+        Just("\0".to_owned()),
+        Just("\r\n".to_owned()),
+        Just("\n".to_owned()),
+        Just("\u{2028}".to_owned()),
+        Just("東京🚀".to_owned()),
+        "[a-z ]{0,200}",
+        any::<String>(),
+    ];
+    prop::collection::vec(piece, 0..80).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #[test]
+    fn any_bytes_page_to_the_end(bytes in prop::collection::vec(any::<u8>(), 0..4000), budget in 256usize..2000) {
+        let doc = Document::from_text(String::from_utf8_lossy(&bytes).into_owned());
+        prop_assert!(follow(&doc, budget) >= 1);
+    }
+
+    #[test]
+    fn almost_json_pages_to_the_end(text in hostile_text(), budget in 256usize..1200) {
+        let doc = Document::from_text(text);
+        prop_assert!(follow(&doc, budget) >= 1);
+    }
+
+    #[test]
+    fn forged_positions_are_refused_or_paged(
+        text in hostile_text(),
+        kind in 0u8..3,
+        steps in prop::collection::vec(prop_oneof![Just(u64::MAX), 0u64..50, any::<u64>()], 0..6),
+    ) {
+        let doc = Document::from_text(text);
+        let hex: Vec<String> = steps.iter().map(|s| format!("{s:x}")).collect();
+        let cursor = format!("{kind}.{}", hex.join("."));
+        let pager = Pager::new(Encoding::Cl100kBase, 256, 9);
+        if let Ok(at) = cursor.parse::<Position>() {
+            // Refused (OutOfRange) or a page: never a panic.
+            let _ = pager.page(&doc, &at, &mut |info| render_meta(1, info));
+        }
+    }
+
+    #[test]
+    fn forged_json_positions_are_refused_or_paged(
+        steps in prop::collection::vec(prop_oneof![0usize..4, 0usize..300, Just(usize::MAX)], 0..6),
+    ) {
+        let long = "é東x".repeat(300);
+        let doc = Document::Json(serde_json::json!(
+            {"a": [1, {"b": long, "c": [[], {}, "s"]}], "d": long, "e": [long, 2.5]}
+        ));
+        let hex: Vec<String> = steps.iter().map(|s| format!("{s:x}")).collect();
+        let cursor = format!("1.{}", hex.join("."));
+        let pager = Pager::new(Encoding::Cl100kBase, 256, 9);
+        if let Ok(at) = cursor.parse::<Position>() {
+            let _ = pager.page(&doc, &at, &mut |info| render_meta(1, info));
+        }
+    }
+}
+
+/// A text position whose line number is forged to the largest value the cursor grammar allows
+/// used to overflow `line + …` while building the page.
+#[test]
+fn forged_text_line_at_u64_max_is_refused() {
+    let text: String = (0..400)
+        .map(|i| format!("line {i} of a long text\n"))
+        .collect();
+    let doc = Document::Text(text);
+    let pager = Pager::new(Encoding::Cl100kBase, 256, 9);
+    for cursor in [
+        "2.0.ffffffffffffffff.0",
+        "2.0.1.ffffffffffffffff",
+        "2.5.1.0",
+        "2.10.7.0",
+    ] {
+        let at: Position = cursor.parse().expect("grammar allows it");
+        let got = pager.page(&doc, &at, &mut |info| render_meta(1, info));
+        assert!(
+            got.is_err(),
+            "{cursor} is not where a page of this text starts"
+        );
+    }
+}
