@@ -15,13 +15,12 @@
 
 use serde_json::Value;
 
-use super::path::{self, child, extent, node_at, normalize};
+use super::path::{self, child, node_at, normalize};
+use super::window::write_window;
 use super::{Page, PageInfo, Position};
 use crate::compact;
 use crate::tokens::Encoding;
 
-/// Scalars whose compact text is at most this many bytes are repeated in skeletons.
-pub(crate) const SHORT_SCALAR_BYTES: usize = 64;
 /// Strings whose compact text is longer than this many bytes may be split across pages.
 const LONG_STRING_BYTES: usize = 64;
 /// Siblings of at most this many bytes of compact text are estimated in runs.
@@ -36,16 +35,6 @@ const BYTES_PER_TOKEN_CAP: usize = 16;
 /// token). Smaller than `BYTES_PER_TOKEN_CAP` because sizing a big sub-tree walks it up to the
 /// cap, at every level the walk descends through.
 const APPROX_BYTES_PER_TOKEN: usize = 6;
-
-/// Whether `v` is a scalar short enough to be repeated in the skeleton of every page.
-pub(crate) fn is_short_scalar(v: &Value) -> bool {
-    match v {
-        Value::Null | Value::Bool(_) => true,
-        Value::Number(n) => n.as_str().len() <= SHORT_SCALAR_BYTES,
-        Value::String(s) => s.len() + 2 <= SHORT_SCALAR_BYTES,
-        _ => false,
-    }
-}
 
 /// The compact byte length of `v` (unrounded numbers, unescaped strings: an estimate), or
 /// `None` as soon as it passes `cap`. Work is O(min(size, cap)).
@@ -83,150 +72,6 @@ fn approx_len(v: &Value, cap: usize) -> Option<usize> {
     }
     let mut acc = 0;
     go(v, cap, &mut acc).then_some(acc)
-}
-
-/// The window of `v` from `s` (inclusive; `None` = its beginning) to `e` (exclusive; `None` =
-/// its end), with the skeleton of `v` before `s` when `v` is an object.
-pub(crate) fn build(v: &Value, s: Option<&[usize]>, e: Option<&[usize]>) -> Value {
-    fn split(p: Option<&[usize]>, len: usize) -> (usize, Option<&[usize]>) {
-        match p {
-            None => (len, None),
-            Some(p) => match p.split_first() {
-                Some((&i, rest)) => (i, (!rest.is_empty()).then_some(rest)),
-                None => (len, None),
-            },
-        }
-    }
-    let len = extent(v);
-    let (s0, s_rest) = if s.is_some() { split(s, 0) } else { (0, None) };
-    let (e0, e_rest) = split(e, len);
-    match v {
-        Value::String(st) => {
-            let a = if s.is_some() { s0.min(st.len()) } else { 0 };
-            let b = if e.is_some() {
-                e0.min(st.len())
-            } else {
-                st.len()
-            };
-            Value::String(st.get(a..b.max(a)).unwrap_or_default().to_owned())
-        }
-        Value::Array(items) => {
-            let mut out = Vec::new();
-            for (i, c) in items.iter().enumerate().skip(s0) {
-                let cs = if i == s0 { s_rest } else { None };
-                let ce = if i == e0 { e_rest } else { None };
-                if i > e0 || (i == e0 && ce.is_none()) {
-                    break;
-                }
-                out.push(if cs.is_none() && ce.is_none() {
-                    c.clone()
-                } else {
-                    build(c, cs, ce)
-                });
-            }
-            Value::Array(out)
-        }
-        Value::Object(m) => {
-            let mut out = serde_json::Map::new();
-            for (i, (k, c)) in m.iter().enumerate() {
-                if i < s0 {
-                    if is_short_scalar(c) {
-                        out.insert(k.clone(), c.clone());
-                    }
-                    continue;
-                }
-                let cs = if i == s0 { s_rest } else { None };
-                let ce = if i == e0 { e_rest } else { None };
-                if i > e0 || (i == e0 && ce.is_none()) {
-                    break;
-                }
-                let c = if cs.is_none() && ce.is_none() {
-                    c.clone()
-                } else {
-                    build(c, cs, ce)
-                };
-                out.insert(k.clone(), c);
-            }
-            Value::Object(out)
-        }
-        scalar => scalar.clone(),
-    }
-}
-
-impl JsonPaging<'_> {
-    /// Writes the compact text of [`build`]`(v, s, e)` without cloning the window: whole
-    /// children are written straight from the document.
-    fn write_window(&self, v: &Value, s: Option<&[usize]>, e: Option<&[usize]>, out: &mut String) {
-        fn first(p: Option<&[usize]>) -> Option<(usize, Option<&[usize]>)> {
-            let (&i, rest) = p?.split_first()?;
-            Some((i, (!rest.is_empty()).then_some(rest)))
-        }
-        let (s0, s_rest) = first(s).unwrap_or((0, None));
-        let (e0, e_rest) = first(e).unwrap_or((usize::MAX, None));
-        let mut sep = false;
-        let mut item = |out: &mut String,
-                        key: Option<&str>,
-                        c: &Value,
-                        cs: Option<&[usize]>,
-                        ce: Option<&[usize]>| {
-            if sep {
-                out.push(',');
-            }
-            sep = true;
-            if let Some(k) = key {
-                out.push_str(&serde_json::to_string(k).unwrap_or_default());
-                out.push(':');
-            }
-            if cs.is_none() && ce.is_none() {
-                out.push_str(&self.text(c));
-            } else {
-                self.write_window(c, cs, ce, out);
-            }
-        };
-        match v {
-            Value::String(st) => {
-                let a = if s.is_some() { s0.min(st.len()) } else { 0 };
-                let b = if e.is_some() {
-                    e0.min(st.len())
-                } else {
-                    st.len()
-                };
-                let piece = st.get(a..b.max(a)).unwrap_or_default();
-                out.push_str(&serde_json::to_string(piece).unwrap_or_default());
-            }
-            Value::Array(items) => {
-                out.push('[');
-                for (i, c) in items.iter().enumerate().skip(s0) {
-                    let cs = if i == s0 { s_rest } else { None };
-                    let ce = if i == e0 { e_rest } else { None };
-                    if i > e0 || (i == e0 && ce.is_none()) {
-                        break;
-                    }
-                    item(out, None, c, cs, ce);
-                }
-                out.push(']');
-            }
-            Value::Object(m) => {
-                out.push('{');
-                for (i, (k, c)) in m.iter().enumerate() {
-                    if i < s0 {
-                        if is_short_scalar(c) {
-                            item(out, Some(k), c, None, None);
-                        }
-                        continue;
-                    }
-                    let cs = if i == s0 { s_rest } else { None };
-                    let ce = if i == e0 { e_rest } else { None };
-                    if i > e0 || (i == e0 && ce.is_none()) {
-                        break;
-                    }
-                    item(out, Some(k), c, cs, ce);
-                }
-                out.push('}');
-            }
-            scalar => out.push_str(&self.text(scalar)),
-        }
-    }
 }
 
 /// A candidate end of the page being built, with the estimated tokens up to it.
@@ -427,8 +272,9 @@ impl JsonPaging<'_> {
             return 0;
         };
         let rel = &s[r.len()..];
-        self.enc
-            .count(&self.text(&build(node, Some(rel), Some(rel))))
+        let mut shell = String::new();
+        write_window(node, Some(rel), Some(rel), self.precision, &mut shell);
+        self.enc.count(&shell)
     }
 
     /// The end of the sub-tree at `r`: where a page rooted at `r` must stop.
@@ -706,7 +552,13 @@ impl JsonPaging<'_> {
             .filter(|e| e.len() > r.len() && e.starts_with(r))
             .map(|e| &e[r.len()..]);
         let mut body = String::new();
-        self.write_window(node, (!rel_s.is_empty()).then_some(rel_s), rel_e, &mut body);
+        write_window(
+            node,
+            (!rel_s.is_empty()).then_some(rel_s),
+            rel_e,
+            self.precision,
+            &mut body,
+        );
         let shown = path::shown(self.doc, s, end.as_deref(), r, self.loc_max());
         let m = meta(&PageInfo {
             shown: &shown,
@@ -753,60 +605,6 @@ pub(crate) fn next_boundary(s: &str, b: usize) -> usize {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn build_keeps_the_skeleton_and_cuts_between_elements() {
-        let v = json!({"name": "x", "rows": [1, 2, 3, 4], "tail": "t"});
-        assert_eq!(
-            build(&v, Some(&[1, 2]), None),
-            json!({"name": "x", "rows": [3, 4], "tail": "t"})
-        );
-        assert_eq!(
-            build(&v, None, Some(&[1, 2])),
-            json!({"name": "x", "rows": [1, 2]})
-        );
-        assert_eq!(
-            build(&v, Some(&[1, 1]), Some(&[1, 1])),
-            json!({"name": "x", "rows": []})
-        );
-        assert_eq!(
-            build(&v, Some(&[2]), None),
-            json!({"name": "x", "tail": "t"})
-        );
-    }
-
-    #[test]
-    fn build_splits_strings_at_byte_offsets() {
-        let v = json!(["héllo"]);
-        assert_eq!(build(&v, Some(&[0, 1]), Some(&[0, 3])), json!(["é"]));
-    }
-
-    #[test]
-    fn the_window_writer_agrees_with_build() {
-        let v = json!({"name": "x", "rows": [1, {"a": "héllo", "b": [2, 3]}, 4], "tail": "t"});
-        let enc = Encoding::Cl100kBase;
-        let p = JsonPaging {
-            doc: &v,
-            enc: &enc,
-            budget: 256,
-            precision: 9,
-            loc_max: 48,
-        };
-        type Window<'a> = (Option<&'a [usize]>, Option<&'a [usize]>);
-        let cases: [Window<'_>; 6] = [
-            (None, None),
-            (Some(&[1, 1]), None),
-            (None, Some(&[1, 1, 0, 2])),
-            (Some(&[1, 1, 0, 1]), Some(&[1, 1, 1, 1])),
-            (Some(&[1, 1]), Some(&[1, 1])),
-            (Some(&[2]), None),
-        ];
-        for (s, e) in cases {
-            let mut out = String::new();
-            p.write_window(&v, s, e, &mut out);
-            assert_eq!(out, compact::to_string(&build(&v, s, e), 9), "{s:?} {e:?}");
-        }
-    }
 
     #[test]
     fn approx_len_stops_at_the_cap() {

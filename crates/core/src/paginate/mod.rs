@@ -101,6 +101,7 @@ mod path;
 mod reassemble;
 mod search;
 mod text;
+mod window;
 
 pub use path::{PathStep, ShownStep, parse_shown};
 pub use reassemble::{reassemble, reassemble_from_wire};

@@ -244,7 +244,7 @@ fn leads_with_skeleton(root: &Value, steps: &[usize]) -> bool {
                 let mut it = m.values();
                 for _ in 0..i {
                     match it.next() {
-                        Some(c) if super::json::is_short_scalar(c) => {}
+                        Some(c) if super::window::is_short_scalar(c) => {}
                         _ => return false,
                     }
                 }
