@@ -206,28 +206,7 @@ fn measure_call(
     }
 
     let mut what_ifs = whatif::what_ifs(counter, &items, &item_counts, "text_items");
-    if structured.is_some_and(|sc| whatif::is_twin(sc, &items)) {
-        let mut without = value.clone();
-        let target = match without.get_mut("result") {
-            Some(Value::Object(r)) => Some(r),
-            _ => without.as_object_mut(),
-        };
-        if let Some(r) = target {
-            r.shift_remove("structuredContent");
-        }
-        let before = counter.count(&compact::to_string(&value, 0));
-        let after = counter.count(&compact::to_string(&without, 0));
-        what_ifs.push(whatif::make(
-            "drop_structured_twin",
-            None,
-            "line",
-            before,
-            after,
-            1,
-            None,
-        ));
-    }
-
+    let twin = structured.is_some_and(|sc| whatif::is_twin(sc, &items));
     let json_items: Vec<&Value> = items
         .iter()
         .filter_map(|s| s.value.as_ref())
@@ -239,6 +218,34 @@ fn measure_call(
         structured
             .and_then(|sc| fields::field_share(counter, &[sc], "structured_content", options.top))
     };
+    if twin {
+        // `value` is ours: drop the twin in place rather than clone a line that may be megabytes.
+        let mut value = value;
+        let compact_line = compact::to_string(&value, 0);
+        // A JSON-RPC line is usually compact already: its count is in the size row.
+        let before = if compact_line == line {
+            size[0].tokens.clone()
+        } else {
+            counter.count(&compact_line)
+        };
+        let target = match value.get_mut("result") {
+            Some(Value::Object(r)) => Some(r),
+            _ => value.as_object_mut(),
+        };
+        if let Some(r) = target {
+            r.shift_remove("structuredContent");
+        }
+        let after = counter.count(&compact::to_string(&value, 0));
+        what_ifs.push(whatif::make(
+            "drop_structured_twin",
+            None,
+            "line",
+            before,
+            after,
+            1,
+            None,
+        ));
+    }
     Report {
         kind: Kind::ToolsCall,
         size,
