@@ -22,10 +22,10 @@ pub(crate) struct Args {
     #[arg(long, env = "MCP_BUDGET_MAX_TOKENS", default_value_t = mcp_budget_core::DEFAULT_BUDGET_TOKENS)]
     max_tokens: usize,
     /// cl100k_base | o200k_base | chars4 | bytes | <path to tokenizer.json>.
-    #[arg(long, default_value = "cl100k_base")]
+    #[arg(long, env = "MCP_BUDGET_ENCODING", default_value = "cl100k_base")]
     encoding: String,
     /// Significant digits for floats, 0 = exact.
-    #[arg(long, default_value_t = mcp_budget_core::DEFAULT_PRECISION)]
+    #[arg(long, env = "MCP_BUDGET_PRECISION", default_value_t = mcp_budget_core::DEFAULT_PRECISION)]
     precision: u32,
     /// Print every page, one JSON object per line.
     #[arg(long)]

@@ -194,3 +194,29 @@ fn shape_prints_a_fitting_input_whole_without_meta() {
         "{\"page\":{\"a\":[1,2.25,0.3]}}\n"
     );
 }
+
+/// `shape` read `MCP_BUDGET_MAX_TOKENS` but not the encoding and precision variables the proxy
+/// reads, so with those set it did not show what the proxy would.
+#[test]
+fn shape_reads_encoding_and_precision_from_the_environment_like_the_proxy() {
+    let path = temp_file("env.json", br#"{"x":247.13061935179246}"#);
+    let rounded = bin()
+        .args(["shape"])
+        .arg(&path)
+        .env("MCP_BUDGET_PRECISION", "3")
+        .output()
+        .expect("run");
+    let bad_encoding = bin()
+        .args(["shape"])
+        .arg(&path)
+        .env("MCP_BUDGET_ENCODING", "no_such_encoding")
+        .output()
+        .expect("run");
+    let _ = std::fs::remove_file(&path);
+    assert!(rounded.status.success());
+    assert_eq!(
+        String::from_utf8(rounded.stdout).unwrap(),
+        "{\"x\":247.0}\n"
+    );
+    assert_eq!(bad_encoding.status.code(), Some(2));
+}
