@@ -1,9 +1,13 @@
 //! No panic on any input: arbitrary bytes and forged positions through the public API.
 //! Cases per property come from the `PROPTEST_CASES` environment variable.
 
-use mcp_budget_core::paginate::{Document, PageInfo, Pager, Position, meta};
+use mcp_budget_core::paginate::{
+    Document, PageInfo, Pager, Position, meta, parse_shown, reassemble_from_wire,
+};
 use mcp_budget_core::tokens::Encoding;
+use mcp_budget_core::{blob, compact, summary};
 use proptest::prelude::*;
+use serde_json::Value;
 
 fn render_meta(index: usize, info: &PageInfo<'_>) -> String {
     let m = meta::build_meta(
@@ -104,6 +108,88 @@ proptest! {
         if let Ok(at) = cursor.parse::<Position>() {
             let _ = pager.page(&doc, &at, &mut |info| render_meta(1, info));
         }
+    }
+}
+
+/// Any JSON value up to a few levels deep, numbers spelled oddly.
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        prop_oneof![
+            Just("1e999999"),
+            Just("-0.0"),
+            Just("5e-324"),
+            Just("1.7976931348623157e308"),
+            Just("123456789012345678901234567890"),
+            Just("0.30000000000000004"),
+        ]
+        .prop_map(|n| serde_json::from_str::<Value>(n).unwrap_or(Value::Null)),
+        any::<f64>().prop_map(Value::from),
+        any::<String>().prop_map(Value::String),
+        "[A-Za-z0-9+/=]{0,3000}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(6, 200, 8, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+            prop::collection::vec((any::<String>(), inner), 0..8)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #[test]
+    fn image_headers_of_any_bytes_never_panic(
+        magic in prop_oneof![
+            Just(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec()),
+            Just(vec![0xFF, 0xD8, 0xFF]),
+            Just(b"GIF89a".to_vec()),
+            Just(b"RIFF\0\0\0\0WEBPVP8X".to_vec()),
+            Just(b"RIFF\0\0\0\0WEBPVP8L".to_vec()),
+            Just(Vec::new()),
+        ],
+        tail in prop::collection::vec(any::<u8>(), 0..64),
+    ) {
+        let bytes = [magic, tail].concat();
+        let _ = blob::image_pixels(&bytes);
+        prop_assert!(!blob::sniff_mime(&bytes).is_empty());
+    }
+
+    #[test]
+    fn shown_locations_of_any_text_parse_or_are_refused(
+        pages in prop::collection::vec(
+            (json_value(), prop_oneof![
+                any::<String>(),
+                "[$.\\[\\]'a-z0-9: ()]{0,60}",
+                "\\$(\\.[a-z]|\\[[0-9]{1,2}(:[0-9]{1,2})?\\]|\\[chars [0-9]{1,3}\\]){0,5}( to end)?( \\(body is \\$(\\[[0-9]\\]|\\.[a-z]){0,3}\\))?",
+            ]),
+            1..5,
+        ),
+    ) {
+        for (_, shown) in &pages {
+            let _ = parse_shown(shown);
+        }
+        let wire: Vec<(Value, Option<&str>)> =
+            pages.iter().map(|(v, s)| (v.clone(), Some(s.as_str()))).collect();
+        let _ = reassemble_from_wire(&wire);
+    }
+
+    #[test]
+    fn summaries_envelopes_and_blobs_of_any_value_never_panic(v in json_value(), max_tokens in 0usize..400) {
+        let s = summary::summarize(&v, &Encoding::Cl100kBase, max_tokens);
+        prop_assert!(s.is_object());
+        let _ = blob::find_blobs(&v, 16);
+        let mut w = v.clone();
+        blob::replace_blobs(&mut w, 16, |_, bytes| Value::from(bytes.len()));
+        let text = compact::to_string(&v, 9);
+        prop_assert!(serde_json::from_str::<Value>(&text).is_ok(), "{}", text);
+    }
+
+    #[test]
+    fn any_text_as_a_number_rounds_or_passes(number in any::<String>(), precision in 0u32..40) {
+        let _ = compact::round_number(&number, precision);
+        let _ = blob::decode(&number);
     }
 }
 
