@@ -118,6 +118,11 @@ pub enum Document {
 impl Document {
     /// A [`Document::Json`] when `text` parses as a JSON object or array, else a
     /// [`Document::Text`] holding `text` unchanged.
+    ///
+    /// Not lossless for every JSON text: an object with a duplicate key keeps only the last
+    /// value, at the first key's place (`{"a":1,"a":2}` becomes `{"a":2}`, as `serde_json`
+    /// parses it); text that is not valid to `serde_json` (a lone surrogate escape such as
+    /// `"\ud800"`, nesting deeper than 128 levels) is paged as text, byte for byte.
     pub fn from_text(text: String) -> Document {
         let trimmed = text.trim_start();
         if (trimmed.starts_with('{') || trimmed.starts_with('['))
