@@ -129,10 +129,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         ProgressBar::hidden()
     };
     let mut files = Vec::new();
+    // Standard input is read once: a repeated `-` measures the same bytes again.
+    let mut stdin = None;
     for job in jobs {
         let shown = job.path.display().to_string();
         bar.set_message(shown.clone());
-        match measure_one(&job.path, &options) {
+        match measure_one(&job.path, &options, &mut stdin) {
             Ok(report) => files.push(FileReport {
                 path: shown,
                 report,
@@ -213,20 +215,30 @@ fn walk(dir: &Path, jobs: &mut Vec<Job>, errors: &mut Vec<FileError>) {
 }
 
 /// Reads and measures one file (`-` = stdin). A `.json` extension makes invalid JSON an error.
-fn measure_one(path: &Path, options: &Options) -> anyhow::Result<Report> {
-    let bytes = if path.as_os_str() == "-" {
-        let mut b = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut b)
-            .context("cannot read stdin")?;
-        b
+/// Measures one file, or standard input for `-` (read into `stdin` the first time).
+fn measure_one(
+    path: &Path,
+    options: &Options,
+    stdin: &mut Option<Vec<u8>>,
+) -> anyhow::Result<Report> {
+    let read;
+    let bytes: &[u8] = if path.as_os_str() == "-" {
+        if stdin.is_none() {
+            let mut b = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut b)
+                .context("cannot read stdin")?;
+            *stdin = Some(b);
+        }
+        stdin.as_deref().unwrap_or_default()
     } else {
-        std::fs::read(path).context("cannot read")?
+        read = std::fs::read(path).context("cannot read")?;
+        &read
     };
     let expect_json = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    Ok(measure::measure_bytes(&bytes, expect_json, options)?)
+    Ok(measure::measure_bytes(bytes, expect_json, options)?)
 }
 
 /// The tables of every report: full sections for files named on the command line, then one

@@ -178,6 +178,30 @@ fn stdin_is_measured() {
     assert_eq!(f["size"][0]["tokens"]["cl100k_base"], 4);
 }
 
+/// A second `-` read standard input again, found it at its end and measured an empty text.
+#[test]
+fn a_repeated_stdin_argument_measures_the_same_bytes() {
+    let mut child = Command::new(BIN)
+        .args(["measure", "--json", "-", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"Hello, world!").unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    for f in [&v["files"][0], &v["files"][1]] {
+        assert_eq!(f["path"], "-");
+        assert_eq!(f["size"][0]["bytes"], 13);
+    }
+}
+
 #[test]
 fn directory_with_bad_files_reports_each_and_exits_non_zero() {
     let dir = scratch("dir");
