@@ -88,10 +88,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let encodings = if args.encodings.is_empty() {
         Options::default().encodings
     } else {
-        args.encodings
-            .iter()
-            .map(|e| e.parse::<Encoding>())
-            .collect::<Result<Vec<_>, _>>()?
+        let mut encodings: Vec<Encoding> = Vec::new();
+        for e in &args.encodings {
+            let e = e.parse::<Encoding>()?;
+            // Per-encoding figures are JSON objects keyed by name: a repeat would be a
+            // duplicate key (and a duplicate column).
+            if !encodings.iter().any(|seen| seen.name() == e.name()) {
+                encodings.push(e);
+            }
+        }
+        encodings
     };
     let options = Options {
         encodings,

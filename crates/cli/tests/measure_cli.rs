@@ -178,6 +178,35 @@ fn stdin_is_measured() {
     assert_eq!(f["size"][0]["tokens"]["cl100k_base"], 4);
 }
 
+/// `--encoding bytes --encoding bytes` printed `{"bytes":12,"bytes":12}` (duplicate keys) and
+/// two identical columns.
+#[test]
+fn a_repeated_encoding_is_measured_once() {
+    let path = scratch("repeat_encoding").join("a.json");
+    std::fs::write(&path, br#"{"a":[1,2]}"#).unwrap();
+    let p = path.to_str().unwrap();
+    let o = measure(&[
+        "--json",
+        "--encoding",
+        "bytes",
+        "--encoding",
+        "chars4",
+        "--encoding",
+        "bytes",
+        p,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains(r#""tokens":{"bytes":11,"chars4":3}"#),
+        "{text}"
+    );
+    assert_eq!(
+        json(&o)["encodings"],
+        serde_json::json!(["bytes", "chars4"])
+    );
+}
+
 /// A second `-` read standard input again, found it at its end and measured an empty text.
 #[test]
 fn a_repeated_stdin_argument_measures_the_same_bytes() {
