@@ -53,8 +53,9 @@ pub const DEFAULT_TOP: usize = 15;
 /// What to measure with.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Encodings to count with, in column order; the first one sorts the tables.
-    /// Default: `cl100k_base`, `o200k_base`.
+    /// Encodings to count with, in column order; the first one sorts the tables. Give each
+    /// at most once: per-encoding figures are keyed by [`Encoding::name`], so a repeat makes
+    /// duplicate keys in the serialized report. Default: `cl100k_base`, `o200k_base`.
     pub encodings: Vec<Encoding>,
     /// How many key paths the field share keeps. Default: [`DEFAULT_TOP`] (15).
     pub top: usize,
