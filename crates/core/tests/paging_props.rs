@@ -597,19 +597,14 @@ fn deep_nesting_roots_pages_deeper() {
 
 // ---------------------------------------------------------------- tightness on a corpus
 
-fn fixture_directory_tree() -> Option<String> {
-    let raw = std::fs::read_to_string("/work/shared/fixtures/fs.call1.directory_tree.json")
-        .or_else(|_| {
-            std::fs::read_to_string(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../tests/fixtures/fs.call1.directory_tree.json"
-            ))
-        })
-        .ok()?;
-    let v: Value = serde_json::from_str(&raw).ok()?;
+/// The text item of a real filesystem `directory_tree` response (recorded, in `tests/data`).
+fn fixture_directory_tree() -> String {
+    let raw = include_str!("data/measure_fs_call1.rpc.json");
+    let v: Value = serde_json::from_str(raw).expect("the recorded response is JSON");
     v["result"]["content"][0]["text"]
         .as_str()
-        .map(str::to_owned)
+        .expect("the response has a text item")
+        .to_owned()
 }
 
 fn generated_tree(depth: usize, fanout: usize, seed: &mut u64) -> Value {
@@ -632,9 +627,12 @@ fn generated_tree(depth: usize, fanout: usize, seed: &mut u64) -> Value {
 
 fn corpus() -> Vec<(&'static str, Document)> {
     let mut out = Vec::new();
-    if let Some(t) = fixture_directory_tree() {
-        out.push(("fixture directory_tree", Document::from_text(t)));
-    }
+    // It was read from /work/shared when present, and silently left out of the corpus on a
+    // clean clone (CI); the same recording is in tests/data.
+    out.push((
+        "fixture directory_tree",
+        Document::from_text(fixture_directory_tree()),
+    ));
     let mut seed = 7;
     out.push((
         "generated tree",
