@@ -3,11 +3,15 @@
 //! Ignored by default (it takes a while and wants an optimized build):
 //! `cargo test --release -p mcp-budget --test proxy_speed -- --ignored --nocapture`
 //!
-//! Both paths run side by side, requests interleaved, so a busy machine slows both alike; the
-//! figures are medians. The client parses every line it gets as JSON, as a real client would.
+//! Both paths run side by side, requests interleaved in a rotating order, so a busy machine
+//! slows both alike; the figures are medians. The client parses every line it gets as JSON, as a real client would.
 //! - small: round trip of a tools/call whose result is a few bytes (target: ratio ≤ 1.05);
 //! - big: a ~12 MB directory tree; direct, the client gets all of it; through the proxy, page 1
 //!   (target: page 1 arrives no later than the direct result).
+//!
+//! Before/after: with `MCP_BUDGET_SPEED_BASELINE=<path of another mcp-budget binary>` (e.g. a
+//! copy of the release binary built before a change), that binary's proxy runs as a third
+//! path, interleaved with the other two, and the proxy-to-baseline ratios are printed too.
 
 use std::time::{Duration, Instant};
 
@@ -53,43 +57,81 @@ fn median(mut xs: Vec<Duration>) -> Duration {
     xs[xs.len() / 2]
 }
 
+/// A proxy run by another `mcp-budget` binary (a baseline build), over this build's fixture.
+fn baseline_proxy() -> Option<Proxy> {
+    let path = std::env::var_os("MCP_BUDGET_SPEED_BASELINE")?;
+    let mut command = std::process::Command::new(path);
+    command.args(["proxy", "--", BIN, "fixture-server"]);
+    Some(Proxy::spawn(&mut command))
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// Medians of `calls` round trips on each path, the paths taking turns in a rotating order
+/// (whichever goes right after another pays for the other's leftovers on a busy machine).
+/// Returns the medians, in the order of `paths`, and the last reply's size on each path.
+fn rotate(
+    paths: &mut [Proxy],
+    calls: u64,
+    warmup: u64,
+    first_id: u64,
+    tool: &str,
+    arguments: &Value,
+) -> (Vec<Duration>, Vec<usize>) {
+    let n = paths.len();
+    let mut times = vec![Vec::new(); n];
+    let mut sizes = vec![0; n];
+    for i in 0..calls {
+        for k in 0..n {
+            let p = (k + i as usize) % n;
+            let (t, size) = timed_call(&mut paths[p], first_id + i, tool, arguments);
+            if i >= warmup {
+                times[p].push(t);
+            }
+            sizes[p] = size;
+        }
+    }
+    (times.into_iter().map(median).collect(), sizes)
+}
+
 #[test]
 #[ignore = "speed measurement: run with --release -- --ignored --nocapture"]
 fn proxy_speed_against_direct() {
-    let mut direct = Proxy::spawn(std::process::Command::new(BIN).arg("fixture-server"));
-    let mut proxied = Proxy::start(&[], &[BIN, "fixture-server"]);
-    handshake(&mut direct);
-    handshake(&mut proxied);
+    let mut paths = vec![
+        Proxy::spawn(std::process::Command::new(BIN).arg("fixture-server")),
+        Proxy::start(&[], &[BIN, "fixture-server"]),
+    ];
+    paths.extend(baseline_proxy());
+    for p in &mut paths {
+        handshake(p);
+    }
+    let baseline = paths.len() > 2;
 
     let echo = json!({"q": "small"});
-    let (mut d, mut x) = (Vec::new(), Vec::new());
-    for i in 0..3000u64 {
-        let (t, _) = timed_call(&mut direct, i, "echo", &echo);
-        let (u, _) = timed_call(&mut proxied, i, "echo", &echo);
-        if i >= 200 {
-            d.push(t);
-            x.push(u);
-        }
-    }
-    let (d, x) = (median(d), median(x));
+    let (m, _) = rotate(&mut paths, 3000, 200, 0, "echo", &echo);
+    let (d, x) = (m[0], m[1]);
     let small_ratio = x.as_secs_f64() / d.as_secs_f64();
     println!(
         "small tools/call round trip: direct {:.1} us, proxy {:.1} us, ratio {small_ratio:.2}",
-        d.as_secs_f64() * 1e6,
-        x.as_secs_f64() * 1e6
+        us(d),
+        us(x)
     );
+    if baseline {
+        let y = m[2];
+        println!(
+            "  baseline proxy {:.1} us (ratio {:.2} to direct); this proxy / baseline {:.2}",
+            us(y),
+            y.as_secs_f64() / d.as_secs_f64(),
+            x.as_secs_f64() / y.as_secs_f64()
+        );
+    }
 
     let tree = json!({"entries": 45_000});
-    let (mut d, mut x) = (Vec::new(), Vec::new());
-    let (mut d_bytes, mut x_bytes) = (0, 0);
-    for i in 0..7u64 {
-        let (t, n) = timed_call(&mut direct, 10_000 + i, "directory_tree", &tree);
-        let (u, m) = timed_call(&mut proxied, 10_000 + i, "directory_tree", &tree);
-        (d_bytes, x_bytes) = (n, m);
-        d.push(t);
-        x.push(u);
-    }
-    let (d, x) = (median(d), median(x));
+    let (m, sizes) = rotate(&mut paths, 15, 1, 10_000, "directory_tree", &tree);
+    let (d, x) = (m[0], m[1]);
+    let (d_bytes, x_bytes) = (sizes[0], sizes[1]);
     let big_ratio = x.as_secs_f64() / d.as_secs_f64();
     println!(
         "big result: direct {:.1} MB in {:.1} ms, proxy page 1 ({:.1} KB) in {:.1} ms, ratio {big_ratio:.2}",
@@ -98,6 +140,15 @@ fn proxy_speed_against_direct() {
         x_bytes as f64 / 1e3,
         x.as_secs_f64() * 1e3
     );
+    if baseline {
+        let y = m[2];
+        println!(
+            "  baseline proxy page 1 in {:.1} ms (ratio {:.2} to direct); this proxy / baseline {:.2}",
+            y.as_secs_f64() * 1e3,
+            y.as_secs_f64() / d.as_secs_f64(),
+            x.as_secs_f64() / y.as_secs_f64()
+        );
+    }
     assert!(d_bytes > 10_000_000, "the direct result is the big one");
     assert!(
         x_bytes < 200_000,
