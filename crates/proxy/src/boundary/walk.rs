@@ -269,6 +269,102 @@ pub(crate) fn fits_whole(doc_tokens: &[usize], budget: usize) -> bool {
 /// The whole-rendering tokens of `doc`, exactly.
 pub(crate) fn doc_tokens(doc: &Document, precision: u32, encoding: &Encoding) -> (String, usize) {
     let text = doc.render(precision);
-    let t = encoding.count(&text);
+    let t = count(&text, encoding);
     (text, t)
+}
+
+/// Texts at least this long (bytes) are counted in two halves on two threads.
+const PARALLEL_COUNT_BYTES: usize = 512 * 1024;
+
+/// The tokens of `text`, exactly ([`Encoding::count`]); a long text in an OpenAI encoding is
+/// counted as two halves at once, on this thread and a scoped one.
+///
+/// Exact because the halves meet where a pre-tokenization piece must end: between an ASCII
+/// letter and a `"`. No alternative of the cl100k_base or o200k_base split pattern matches a
+/// letter followed by `"` (letters runs, contractions and digits take no `"`; punctuation and
+/// whitespace runs take no letter), and the two look-around parts (`\s+$`, `\s+\s`) only
+/// concern whitespace; BPE then runs on each piece alone, so the count is the sum of the
+/// halves' counts (checked against the whole count in the tests below).
+pub(crate) fn count(text: &str, encoding: &Encoding) -> usize {
+    let splittable = matches!(encoding, Encoding::Cl100kBase | Encoding::O200kBase);
+    if !splittable || text.len() < PARALLEL_COUNT_BYTES {
+        return encoding.count(text);
+    }
+    let Some(mid) = split_point(text) else {
+        return encoding.count(text);
+    };
+    let (a, b) = text.split_at(mid);
+    std::thread::scope(|s| {
+        let other = s.spawn(|| encoding.count(b));
+        let first = encoding.count(a);
+        // A panic in the other thread (none expected) falls back to counting here.
+        first + other.join().unwrap_or_else(|_| encoding.count(b))
+    })
+}
+
+/// A byte index near the middle of `text` where a `"` follows an ASCII letter: a boundary of
+/// the OpenAI pre-tokenizers (see [`count`]). `None` when there is none.
+fn split_point(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mid = bytes.len() / 2;
+    let at = |i: usize| bytes[i] == b'"' && bytes[i - 1].is_ascii_alphabetic();
+    let forward = memchr::memchr_iter(b'"', &bytes[mid..])
+        .map(|i| mid + i)
+        .find(|&i| i > 0 && at(i));
+    forward.or_else(|| memchr::memrchr_iter(b'"', &bytes[..mid]).find(|&i| i > 0 && at(i)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn big_json(seed: u64, n: usize) -> String {
+        let items: Vec<serde_json::Value> = (0..n)
+            .map(|i| {
+                let k = seed.wrapping_mul(31).wrapping_add(i as u64);
+                serde_json::json!({
+                    "name": format!("pkg_{k}_émoji 🎉 'sé\"q\" x"),
+                    "type": if k.is_multiple_of(3) { "directory" } else { "file" },
+                    "size": k % 1000, "ratio": (k as f64) / 7.0,
+                    "tags": ["a", "B c", "  spaced  ", "tab\there", "line\nbreak", "don't"],
+                })
+            })
+            .collect();
+        serde_json::to_string(&items).unwrap_or_default()
+    }
+
+    #[test]
+    fn split_point_is_between_a_letter_and_a_quote() {
+        let text = big_json(1, 10);
+        let i = split_point(&text).unwrap_or(0);
+        assert!(i > 0);
+        assert_eq!(text.as_bytes()[i], b'"');
+        assert!(text.as_bytes()[i - 1].is_ascii_alphabetic());
+        assert_eq!(split_point("[1,2,3]"), None);
+    }
+
+    #[test]
+    fn parallel_count_equals_whole_count_on_a_long_text() {
+        let text = big_json(7, 8000);
+        assert!(text.len() >= PARALLEL_COUNT_BYTES);
+        for enc in [Encoding::Cl100kBase, Encoding::O200kBase] {
+            assert_eq!(count(&text, &enc), enc.count(&text));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Any `letter"` boundary splits the count exactly, whatever surrounds it.
+        #[test]
+        fn halves_at_a_letter_quote_boundary_add_up(
+            left in "[ -~\\n\\t é🎉']{0,40}[a-zA-Z]",
+            right in "\"[ -~\\n\\t é🎉']{0,40}",
+        ) {
+            let text = format!("{left}{right}");
+            for enc in [Encoding::Cl100kBase, Encoding::O200kBase] {
+                prop_assert_eq!(enc.count(&left) + enc.count(&right), enc.count(&text));
+            }
+        }
+    }
 }
