@@ -123,16 +123,25 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
     let mut docs: Vec<Document> = Vec::new();
     let mut layout = Vec::with_capacity(content.len());
     let mut offloaded = 0usize;
+    let keep_pre = b.telemetry.is_some();
+    let mut bytes_pre = 0u64;
     for item in content {
         let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
         match (kind, item.get("text").and_then(Value::as_str)) {
-            ("text", Some(text)) => {
-                let text = text.to_owned();
-                pre_texts.push(text.clone());
-                let mut extra = item.as_object().cloned().unwrap_or_default();
+            ("text", Some(_)) => {
+                // The item is ours: its text is moved out, never copied (a 12 MB text would
+                // cost milliseconds per copy on the reply path).
+                let mut extra = match item {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                };
                 extra.remove("type");
-                extra.remove("text");
-                let mut doc = Document::from_text(text.clone());
+                let text = match extra.remove("text") {
+                    Some(Value::String(t)) => t,
+                    _ => String::new(),
+                };
+                bytes_pre += text.len() as u64;
+                let mut doc = document_of(&text);
                 match &mut doc {
                     Document::Json(v) => {
                         if let Some(code) = &rule.transform {
@@ -156,7 +165,10 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
             }
             _ => {
                 for payload in blob_payloads(&item) {
-                    pre_texts.push(payload.to_owned());
+                    bytes_pre += payload.len() as u64;
+                    if keep_pre {
+                        pre_texts.push(payload.to_owned());
+                    }
                 }
                 match b.blobs.offload_item(&item) {
                     Some(desc) => {
@@ -182,7 +194,6 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
             }
         }
     }
-    let bytes_pre = pre_texts.iter().map(|t| t.len() as u64).sum();
 
     let emitted = emit(
         b,
@@ -234,6 +245,12 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
     items.extend(emitted.items);
     obj.insert("content".into(), Value::Array(items));
 
+    if keep_pre {
+        // For telemetry's `tokens_pre` (counted on its own thread, off the reply path): the
+        // original texts, moved, not copied; the blob payloads are already there.
+        pre_texts.extend(orig_texts.into_iter().filter(|t| !t.is_empty()));
+    }
+
     let outcome = match emitted.mode {
         EmitMode::Paged => Outcome::Paged,
         EmitMode::Elided => Outcome::Elided,
@@ -251,6 +268,18 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
         tokens: emitted.tokens,
         pre_texts,
     }
+}
+
+/// The text item `text` as a document: [`Document::from_text`] without taking `text` (the
+/// caller keeps it to compare with what goes out), so a JSON text is never copied.
+fn document_of(text: &str) -> Document {
+    let trimmed = text.trim_start();
+    if (trimmed.starts_with('{') || trimmed.starts_with('['))
+        && let Ok(v) = serde_json::from_str::<Value>(text)
+    {
+        return Document::Json(v);
+    }
+    Document::Text(text.to_owned())
 }
 
 /// The base64 payloads of a non-text item (for `bytes_pre`/`tokens_pre`).
@@ -289,7 +318,8 @@ fn transform(tool: &str, code: &str, v: &mut Value) {
 fn has_oversized_unit(v: &Value, room: usize, enc: &Encoding) -> bool {
     let too_big = |s: &str| s.len() > room / 2 && enc.count(s) + 16 > room;
     match v {
-        Value::Number(n) => too_big(&n.to_string()),
+        // The number's own spelling (arbitrary_precision keeps it): no allocation per number.
+        Value::Number(n) => too_big(n.as_str()),
         Value::Array(a) => a.iter().any(|e| has_oversized_unit(e, room, enc)),
         Value::Object(o) => o
             .iter()
@@ -376,17 +406,18 @@ pub(crate) fn emit(
     seed.push(&budget_seed);
     seed.push(&precision_seed);
     let id = b.store.id_for(&seed, |e| {
-        e.budget == budget && e.precision == precision && e.docs == docs
+        e.budget == budget && e.precision == precision && e.holds(&docs, &rendered)
     });
     drop(seed);
-    drop(rendered);
     let n_docs = n_layout_docs;
     // The same response shaped again (same id: same content, budget and precision) keeps
     // its cached entry, so cursors handed out for it earlier stay valid.
     let entry = match b.store.get(&id) {
         Ok(existing) => existing,
         Err(_) => {
-            let entry = Arc::new(Entry::new(id, docs, doc_tokens, budget, precision, bytes));
+            let entry =
+                Entry::new(id, docs, doc_tokens, budget, precision, bytes).with_rendered(rendered);
+            let entry = Arc::new(entry);
             b.store.insert(Arc::clone(&entry));
             entry
         }

@@ -41,6 +41,10 @@ pub(crate) struct Entry {
     pub(crate) precision: u32,
     /// Bytes of the compact rendering (what the store bound counts).
     pub(crate) bytes: usize,
+    /// The whole rendering of each doc (compact JSON with floats rounded, or the text), as
+    /// counted in `doc_tokens`; empty when not kept. Tells a response shaped again from
+    /// another with the same id by a byte comparison, not a walk of two JSON trees.
+    pub(crate) rendered: Vec<String>,
     /// Start of every page computed so far, by page number, and the next page's number for
     /// each (page number, budget) already computed.
     pub(crate) book: Mutex<PageBook>,
@@ -73,11 +77,32 @@ impl Entry {
             budget,
             precision,
             bytes,
+            rendered: Vec::new(),
             book: Mutex::new(PageBook {
                 positions: vec![(0, Position::start())],
                 next_of: HashMap::new(),
             }),
         }
+    }
+
+    /// The entry keeping `rendered`, the whole rendering of each of its docs.
+    pub(crate) fn with_rendered(mut self, rendered: Vec<String>) -> Entry {
+        self.rendered = rendered;
+        self
+    }
+
+    /// Whether this entry holds `docs` whose whole renderings are `rendered` (the same
+    /// response shaped again): the same kinds of docs, rendered to the same bytes.
+    pub(crate) fn holds(&self, docs: &[Document], rendered: &[String]) -> bool {
+        self.rendered.len() == rendered.len()
+            && self.docs.len() == docs.len()
+            && self.rendered == rendered
+            && self.docs.iter().zip(docs).all(|(a, b)| {
+                matches!(
+                    (a, b),
+                    (Document::Json(_), Document::Json(_)) | (Document::Text(_), Document::Text(_))
+                )
+            })
     }
 
     /// The response as the input of a jq query: the one text item's value (a text that is not
