@@ -118,6 +118,22 @@ impl Proxy {
         }
     }
 
+    /// The next line from the proxy's stdout, as JSON, waiting at most `limit`.
+    pub fn recv_json_within(&self, limit: Duration) -> Value {
+        match self.lines.recv_timeout(limit) {
+            Ok(line) => serde_json::from_slice(&line).unwrap_or_else(|e| {
+                panic!(
+                    "stdout carried a line that is not JSON ({e}): {}",
+                    String::from_utf8_lossy(&line)
+                )
+            }),
+            Err(e) => panic!(
+                "no line from the proxy within {limit:?} ({e}); its stderr: {}",
+                self.stderr_text()
+            ),
+        }
+    }
+
     pub fn recv_json(&self) -> Value {
         serde_json::from_slice(&self.recv()).expect("JSON")
     }

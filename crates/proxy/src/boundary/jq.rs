@@ -4,6 +4,9 @@
 //! their spelling) and come back the same way. Used by `query_response` and the per-tool
 //! `transform` rule.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
 use jaq_core::load::{Arena, File, Loader};
@@ -14,8 +17,15 @@ use serde_json::Value;
 /// At most this many outputs are collected from one filter run.
 pub(crate) const MAX_OUTPUTS: usize = 100_000;
 
-/// A filter run stops with an error once it has run this long (checked between outputs; a
-/// single output that never comes cannot be interrupted).
+/// At most this many bytes of outputs (as compact JSON text) are collected from one filter
+/// run: 256 MiB, the default bound on one line.
+pub(crate) const MAX_OUTPUT_BYTES: usize = 256 * 1024 * 1024;
+
+/// A filter run is given up on once it has run this long: [`run`] then returns
+/// [`JqError::TimedOut`]. The filter runs on a thread of its own, which is told to stop (it
+/// checks between outputs); one that never yields an output (`def f: f; f`) cannot be
+/// interrupted and is abandoned: it burns a core until it ends or the process exits, and never
+/// holds up anything else.
 pub(crate) const MAX_RUN_TIME: Duration = Duration::from_secs(10);
 
 /// Why a filter did not give outputs.
@@ -27,23 +37,61 @@ pub(crate) enum JqError {
     /// The filter failed on this input.
     #[error("jq runtime error: {0}")]
     Runtime(String),
+    /// The filter ran longer than its time limit (whole seconds).
+    #[error("the jq query took too long: stopped after {0} s; narrow the query")]
+    TimedOut(u64),
 }
 
 /// Checks that `code` is a valid filter.
 pub(crate) fn check(code: &str) -> Result<(), JqError> {
-    run_on_text(code, "null", true).map(|_| ())
+    run_on_text(code, "null", true, &AtomicBool::new(false)).map(|_| ())
 }
 
-/// Every output of `code` run on `input`, in order.
+/// Every output of `code` run on `input`, in order, computed on a thread of its own and given
+/// up on after [`MAX_RUN_TIME`].
+///
+/// Bounds: [`MAX_OUTPUTS`] outputs, [`MAX_OUTPUT_BYTES`] bytes of them, [`MAX_RUN_TIME`].
+/// Not bounded: the memory jaq uses to build one output (`[range(1e9)]` grows one array until
+/// the allocator fails, which aborts the process) and the stack of a deeply recursive filter;
+/// jaq offers no limit for either.
 ///
 /// # Errors
-/// [`JqError::Syntax`] or [`JqError::Runtime`], with jaq's message.
+/// [`JqError::Syntax`] or [`JqError::Runtime`], with jaq's message; [`JqError::TimedOut`].
 pub(crate) fn run(code: &str, input: &Value) -> Result<Vec<Value>, JqError> {
-    let text = serde_json::to_string(input).map_err(|e| JqError::Runtime(e.to_string()))?;
-    run_on_text(code, &text, false)
+    run_with_deadline(code, input, MAX_RUN_TIME)
 }
 
-fn run_on_text(code: &str, input: &str, compile_only: bool) -> Result<Vec<Value>, JqError> {
+fn run_with_deadline(code: &str, input: &Value, limit: Duration) -> Result<Vec<Value>, JqError> {
+    let text = serde_json::to_string(input).map_err(|e| JqError::Runtime(e.to_string()))?;
+    let code = code.to_owned();
+    let stop = Arc::new(AtomicBool::new(false));
+    let told = Arc::clone(&stop);
+    let (tx, rx) = sync_channel(1);
+    std::thread::Builder::new()
+        .name("mcp-budget-jq".to_owned())
+        .spawn(move || {
+            // The receiver is gone when the run was given up on.
+            let _ = tx.send(run_on_text(&code, &text, false, &told));
+        })
+        .map_err(|e| JqError::Runtime(format!("cannot start the query: {e}")))?;
+    match rx.recv_timeout(limit) {
+        Ok(result) => result,
+        Err(RecvTimeoutError::Timeout) => {
+            stop.store(true, Ordering::Relaxed);
+            Err(JqError::TimedOut(limit.as_secs().max(1)))
+        }
+        Err(RecvTimeoutError::Disconnected) => Err(JqError::Runtime(
+            "the query failed (internal error)".to_owned(),
+        )),
+    }
+}
+
+fn run_on_text(
+    code: &str,
+    input: &str,
+    compile_only: bool,
+    stop: &AtomicBool,
+) -> Result<Vec<Value>, JqError> {
     let defs = jaq_core::defs()
         .chain(jaq_std::defs())
         .chain(jaq_json::defs());
@@ -74,26 +122,31 @@ fn run_on_text(code: &str, input: &str, compile_only: bool) -> Result<Vec<Value>
     let ctx = Ctx::<data::JustLut<Val>>::new(&filter.lut, Vars::new([]));
     let started = Instant::now();
     let mut outs = Vec::new();
+    let mut bytes = 0usize;
     for out in filter.id.run((ctx, input)).map(unwrap_valr) {
         let val = out.map_err(|e| JqError::Runtime(e.to_string()))?;
-        outs.push(to_value(&val));
+        let text = val.to_string();
+        bytes = bytes.saturating_add(text.len());
+        if bytes > MAX_OUTPUT_BYTES {
+            return Err(JqError::Runtime(format!(
+                "the outputs exceed {} MiB; narrow the query",
+                MAX_OUTPUT_BYTES >> 20
+            )));
+        }
+        outs.push(to_value(text));
         if outs.len() > MAX_OUTPUTS {
             return Err(JqError::Runtime(format!(
                 "more than {MAX_OUTPUTS} outputs; narrow the query"
             )));
         }
-        if started.elapsed() > MAX_RUN_TIME {
-            return Err(JqError::Runtime(format!(
-                "ran longer than {} s; narrow the query",
-                MAX_RUN_TIME.as_secs()
-            )));
+        if stop.load(Ordering::Relaxed) || started.elapsed() > MAX_RUN_TIME {
+            return Err(JqError::TimedOut(MAX_RUN_TIME.as_secs()));
         }
     }
     Ok(outs)
 }
 
-fn to_value(val: &Val) -> Value {
-    let text = val.to_string();
+fn to_value(text: String) -> Value {
     serde_json::from_str(&text).unwrap_or(Value::String(text))
 }
 
@@ -159,5 +212,17 @@ mod tests {
         let e = run(".a + 1", &json!({"a":"x"})).unwrap_err();
         assert!(matches!(e, JqError::Runtime(_)), "{e}");
         assert!(check(".[] | .name").is_ok());
+    }
+
+    #[test]
+    fn runaway_query_times_out() {
+        let started = Instant::now();
+        let e =
+            run_with_deadline("def f: f; f", &json!({}), Duration::from_millis(300)).unwrap_err();
+        assert!(matches!(e, JqError::TimedOut(_)), "{e}");
+        assert!(e.to_string().contains("too long"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        // The abandoned thread does not hold up the next run.
+        assert_eq!(run(".a", &json!({"a": 1})).unwrap(), vec![json!(1)]);
     }
 }

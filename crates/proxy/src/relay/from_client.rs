@@ -2,8 +2,9 @@
 //!
 //! Requests are recorded in the pending table before they are forwarded (so the answer can
 //! never outrun its record). A `tools/call` of an injected tool (`read_more`,
-//! `query_response`) is answered here and never reaches the server. The line order of
-//! everything forwarded is the client's order.
+//! `query_response`) is answered here and never reaches the server: on a task of its own, so
+//! the lines behind it keep flowing while a slow `query_response` runs (its answer may
+//! overtake them). The line order of everything forwarded is the client's order.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,7 +16,7 @@ use tokio::sync::mpsc;
 use super::lines::{Frame, LineReader};
 use super::route::{self, Entry, Parsed, Track};
 use super::scan::Scan;
-use super::{Shared, log, reply};
+use super::{Shaper, Shared, log, reply};
 
 /// The server's stdin, until it breaks. Dropping it closes the pipe.
 pub(crate) struct ToServer {
@@ -154,37 +155,17 @@ async fn relay_line(
             .params
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or_default();
-        let stateless = is_stateless(&params);
-        // An injected tool may run jq over a cached 12 MB response: off the I/O threads.
-        // Awaiting it here keeps the client's line order.
-        let answer = tokio::task::spawn_blocking(move || shaper.answer_injected(&params)).await;
-        match answer {
-            Ok(Some(mut result)) => {
-                if stateless
-                    && let Some(object) = result.as_object_mut()
-                    && !object.contains_key("resultType")
-                {
-                    // 2026-07-28: every result says what it is.
-                    object.insert("resultType".to_owned(), "complete".into());
-                }
-                let line = reply::result_line(raw_id, &result).unwrap_or_else(|e| {
-                    reply::error_line(raw_id, reply::INTERNAL_ERROR, &format!("mcp-budget: {e}"))
-                });
-                send(out, line).await;
-                return;
-            }
-            Ok(None) => {}
-            Err(e) => {
-                log::warn(format_args!("answering an injected tool failed: {e}"));
-                let message =
-                    "mcp-budget failed to answer this call (internal error; see its stderr)";
-                send(
-                    out,
-                    reply::error_line(raw_id, reply::INTERNAL_ERROR, message),
-                )
-                .await;
-                return;
-            }
+        if params.get("name").and_then(serde_json::Value::as_str) == Some(tool.as_str()) {
+            // Answered on a task of its own: an injected tool may run jq over a cached 12 MB
+            // response (on the blocking pool, jq itself on a thread with a deadline), and the
+            // client's later lines must keep flowing meanwhile.
+            drop(tokio::spawn(answer_injected(
+                shaper,
+                params,
+                raw_id.to_vec(),
+                out.clone(),
+            )));
+            return;
         }
     }
 
@@ -231,6 +212,45 @@ async fn relay_line(
             .await;
         }
     }
+}
+
+/// Answers a client's call of an injected tool (`params` as sent; `raw_id` the id's bytes) and
+/// sends the answer through the client writer. The shaper runs on the blocking pool; it
+/// returns within jq's time limit (`boundary::jq::MAX_RUN_TIME`) plus the shaping time, so this
+/// task never holds up the relay's shutdown for long.
+async fn answer_injected(
+    shaper: Arc<dyn Shaper>,
+    params: serde_json::Value,
+    raw_id: Vec<u8>,
+    out: mpsc::Sender<Vec<u8>>,
+) {
+    let stateless = is_stateless(&params);
+    let answer = tokio::task::spawn_blocking(move || shaper.answer_injected(&params)).await;
+    let line = match answer {
+        Ok(Some(mut result)) => {
+            if stateless
+                && let Some(object) = result.as_object_mut()
+                && !object.contains_key("resultType")
+            {
+                // 2026-07-28: every result says what it is.
+                object.insert("resultType".to_owned(), "complete".into());
+            }
+            reply::result_line(&raw_id, &result).unwrap_or_else(|e| {
+                reply::error_line(&raw_id, reply::INTERNAL_ERROR, &format!("mcp-budget: {e}"))
+            })
+        }
+        Ok(None) => reply::error_line(
+            &raw_id,
+            reply::INTERNAL_ERROR,
+            "mcp-budget could not answer this call of its own tool",
+        ),
+        Err(e) => {
+            log::warn(format_args!("answering an injected tool failed: {e}"));
+            let message = "mcp-budget failed to answer this call (internal error; see its stderr)";
+            reply::error_line(&raw_id, reply::INTERNAL_ERROR, message)
+        }
+    };
+    send(&out, line).await;
 }
 
 /// Drops a line that is not a JSON-RPC message; answers it when it was a request whose id
