@@ -4,7 +4,8 @@
 //! Shaping runs on tokio's blocking pool, one job per result, so a 12 MB result does not hold
 //! up the lines behind it: notifications and other answers keep flowing (in the server's
 //! order among themselves) while the big one is shaped; a response over 1 MiB is even parsed
-//! there. Small results (up to 16 KiB) are shaped in place, which is faster than the trip. A shaped result is spliced back into
+//! there, its result parsed on a second thread while the envelope is (see [`decide_big`]).
+//! Small results (up to 16 KiB) are shaped in place, which is faster than the trip. A shaped result is spliced back into
 //! the server's own line: the id's spelling and any unknown member stay as they were.
 
 use std::ops::Range;
@@ -19,7 +20,7 @@ use tokio::sync::mpsc;
 use super::lines::{Frame, LineReader};
 use super::route::{self, Entry, Parsed, Track};
 use super::scan::{Scan, Scanner};
-use super::{Shaper, Shared, log, reply};
+use super::{Shaper, Shared, log, reply, unparsed};
 
 /// Results up to this many bytes (of JSON text) are shaped on the reader task itself: 16 KiB,
 /// a few thousand tokens, well under a millisecond of work.
@@ -65,7 +66,7 @@ pub(crate) async fn run<R: AsyncRead + Unpin>(
                 let shared = Arc::clone(&shared);
                 let out = out.clone();
                 drop(tokio::task::spawn_blocking(move || {
-                    let line = match decide(line, &shared) {
+                    let line = match decide_big(line, &shared) {
                         Step::Send(line) => line,
                         Step::Shape(job) => job.run(),
                         Step::Drop => return,
@@ -109,6 +110,72 @@ pub(crate) async fn run<R: AsyncRead + Unpin>(
     }
 }
 
+/// [`decide`] for a long line that looks like a response, with its result parsed at the same
+/// time on a second thread when its request is one whose answer is shaped: the envelope parse
+/// (which validates the whole line) and the result's parse each read all of its bytes.
+///
+/// The second thread parses from where the first `"result":` of the line's head points; its
+/// value is used only when its span is exactly the span the envelope parse found, so a wrong
+/// guess (a `"result":` inside a string) costs time, never correctness.
+fn decide_big(line: Vec<u8>, shared: &Shared) -> Step {
+    let start = guess_result_start(&line).filter(|_| {
+        shared.shaper.is_some() && {
+            let mut scanner = Scanner::new();
+            scanner.feed(&line[..line.len().min(HEAD_BYTES)]);
+            scanner
+                .partial()
+                .id
+                .is_some_and(|id| shared.pending().is_shaped(&route::id_key(&id)))
+        }
+    });
+    let Some(start) = start else {
+        return decide(line, shared);
+    };
+    let (routed, early) = std::thread::scope(|s| {
+        let line = &line;
+        let early = s.spawn(move || parse_value_at(line, start));
+        let routed = route_line(line, shared);
+        (routed, early.join().ok().flatten())
+    });
+    match routed.into_step(line) {
+        Step::Shape(mut job) => {
+            match early {
+                Some((value, span)) if span == job.span => job.value = Some(Box::new(value)),
+                _ => log::debug(format_args!(
+                    "the result parsed beside the envelope was not the envelope's: parsing again"
+                )),
+            }
+            Step::Shape(job)
+        }
+        step => step,
+    }
+}
+
+/// Where the value of the first `"result":` in the head of `line` starts: a guess (the bytes
+/// may sit inside a string), to be checked against the envelope.
+fn guess_result_start(line: &[u8]) -> Option<usize> {
+    let head = &line[..line.len().min(HEAD_BYTES)];
+    let key = memchr::memmem::find(head, b"\"result\"")?;
+    let skip_ws = |mut i: usize| {
+        while line
+            .get(i)
+            .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        {
+            i += 1;
+        }
+        i
+    };
+    let colon = skip_ws(key + b"\"result\"".len());
+    (line.get(colon) == Some(&b':')).then(|| skip_ws(colon + 1))
+}
+
+/// The JSON value that starts at `start` in `line`, and its byte range.
+fn parse_value_at(line: &[u8], start: usize) -> Option<(Value, Range<usize>)> {
+    let mut values = serde_json::Deserializer::from_slice(line.get(start..)?).into_iter::<Value>();
+    let value = values.next()?.ok()?;
+    Some((value, start..start + values.byte_offset()))
+}
+
 /// Whether the first bytes of a line show a JSON-RPC response: an `id`, a `result` or `error`,
 /// and no `method`, before [`HEAD_BYTES`].
 fn looks_like_response(line: &[u8]) -> bool {
@@ -135,6 +202,8 @@ struct Job {
     line: Vec<u8>,
     span: Range<usize>,
     upstream_ms: u64,
+    /// The result already parsed (from exactly `span`), if it was.
+    value: Option<Box<Value>>,
 }
 
 impl Job {
@@ -145,14 +214,60 @@ impl Job {
             self.line,
             self.span,
             self.upstream_ms,
+            self.value.map(|v| *v),
         )
     }
 }
 
 /// Routes one line: parses its envelope, settles its request in the pending table.
 fn decide(line: Vec<u8>, shared: &Shared) -> Step {
+    route_line(&line, shared).into_step(line)
+}
+
+/// What [`route_line`] decided for a line, without the line.
+enum Routed {
+    /// Send the line as it is.
+    Send,
+    /// Send this line instead.
+    Replace(Vec<u8>),
+    /// Nothing to send.
+    Drop,
+    /// Shape the result at `span`.
+    Shape {
+        shaper: Arc<dyn Shaper>,
+        entry: Entry,
+        span: Range<usize>,
+        upstream_ms: u64,
+    },
+}
+
+impl Routed {
+    fn into_step(self, line: Vec<u8>) -> Step {
+        match self {
+            Routed::Send => Step::Send(line),
+            Routed::Replace(other) => Step::Send(other),
+            Routed::Drop => Step::Drop,
+            Routed::Shape {
+                shaper,
+                entry,
+                span,
+                upstream_ms,
+            } => Step::Shape(Job {
+                shaper,
+                entry,
+                line,
+                span,
+                upstream_ms,
+                value: None,
+            }),
+        }
+    }
+}
+
+/// Routes one line: parses its envelope, settles its request in the pending table.
+fn route_line(line: &[u8], shared: &Shared) -> Routed {
     let started = Instant::now();
-    let parsed = route::parse(&line);
+    let parsed = route::parse(line);
     if line.len() > INLINE_SHAPE_BYTES {
         log::debug(format_args!(
             "envelope of a {}-byte line parsed in {:?}",
@@ -165,7 +280,7 @@ fn decide(line: Vec<u8>, shared: &Shared) -> Step {
             // A response: the only kind the client's pending table knows.
             (false, Some(id)) => {
                 let result = if envelope.error.is_none() {
-                    envelope.result.and_then(|r| route::span_in(&line, r))
+                    envelope.result.and_then(|r| route::span_in(line, r))
                 } else {
                     None
                 };
@@ -178,19 +293,19 @@ fn decide(line: Vec<u8>, shared: &Shared) -> Step {
                 {
                     shared.pending().heard_progress(&token, Instant::now());
                 }
-                return Step::Send(line);
+                return Routed::Send;
             }
         },
-        Parsed::Batch => return Step::Send(line),
+        Parsed::Batch => return Routed::Send,
         Parsed::NotJson(scan) | Parsed::Invalid(scan) => {
             // Forwarding it would break the client's parser; stdout carries only JSON-RPC.
             log::warn(format_args!(
                 "dropped an upstream line that is not a JSON-RPC message: {}",
-                log::preview(&line)
+                log::preview(line)
             ));
             let message = "the upstream server sent a malformed response (not a JSON-RPC message)";
             return answer_in_place_of_server(&scan, message, shared)
-                .map_or(Step::Drop, Step::Send);
+                .map_or(Routed::Drop, Routed::Replace);
         }
     };
 
@@ -201,9 +316,9 @@ fn decide(line: Vec<u8>, shared: &Shared) -> Step {
             None if pending.was_abandoned(&key) => {
                 log::warn(format_args!(
                     "dropped a late upstream answer to a request already answered with an error: {}",
-                    log::preview(&line)
+                    log::preview(line)
                 ));
-                return Step::Drop;
+                return Routed::Drop;
             }
             None => None,
         }
@@ -212,15 +327,14 @@ fn decide(line: Vec<u8>, shared: &Shared) -> Step {
         (Some(entry), Some(span), Some(shaper)) if entry.track != Track::Other => {
             let upstream_ms =
                 u64::try_from(entry.sent_at.elapsed().as_millis()).unwrap_or(u64::MAX);
-            Step::Shape(Job {
+            Routed::Shape {
                 shaper,
                 entry,
-                line,
                 span,
                 upstream_ms,
-            })
+            }
         }
-        _ => Step::Send(line),
+        _ => Routed::Send,
     }
 }
 
@@ -244,23 +358,31 @@ fn answer_in_place_of_server(scan: &Scan, message: &str, shared: &Shared) -> Opt
     ))
 }
 
-/// The line to send for a tracked response: the shaped result spliced into the server's line;
-/// the line unchanged when its result cannot be read as a value (it is still valid JSON); a
-/// JSON-RPC error when the shaper fails.
+/// The line to send for a tracked response: the shaped result spliced into the server's line
+/// (a result `serde_json` cannot read is recovered by [`unparsed::recover`]; a `tools/list`
+/// one that stays unreadable goes unchanged: it is still valid JSON); a JSON-RPC error when
+/// the shaper fails.
 fn shape(
     shaper: &dyn Shaper,
     entry: &Entry,
     line: Vec<u8>,
     span: Range<usize>,
     upstream_ms: u64,
+    parsed: Option<Value>,
 ) -> Vec<u8> {
     let started = Instant::now();
-    let value: Value = match serde_json::from_slice(&line[span.clone()]) {
+    let value: Value = match parsed.map_or_else(|| serde_json::from_slice(&line[span.clone()]), Ok)
+    {
         Ok(value) => value,
         Err(e) => {
-            // E.g. nesting deeper than serde_json's limit of 128 levels.
-            log::warn(format_args!("passing a result through unshaped: {e}"));
-            return line;
+            // A lone surrogate escape, nesting deeper than serde_json's 128 levels: the budget
+            // still holds (see `unparsed`).
+            log::debug(format_args!("the result is not readable as a value: {e}"));
+            let call = matches!(entry.track, Track::Call { .. });
+            match unparsed::recover(&line[span.clone()], call) {
+                Some(value) => value,
+                None => return line,
+            }
         }
     };
     let parsed = started.elapsed();
@@ -288,4 +410,39 @@ fn shape(
         let message = "mcp-budget failed to shape this result (internal error; see its stderr)";
         reply::error_line(&entry.raw_id, reply::INTERNAL_ERROR, message)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guessed_result_parses_to_the_envelope_span() {
+        let line = br#"{"jsonrpc":"2.0","id":7,"result" :  {"content":[{"type":"text","text":"a,b"}]},"x":1}"#;
+        let start = guess_result_start(line).unwrap_or(0);
+        let (value, span) = parse_value_at(line, start).unwrap_or_default();
+        let Parsed::Message(envelope) = route::parse(line) else {
+            panic!("a message");
+        };
+        let real = envelope.result.and_then(|r| route::span_in(line, r));
+        assert_eq!(Some(span.clone()), real);
+        assert_eq!(
+            value,
+            serde_json::from_slice::<Value>(&line[span]).unwrap_or_default()
+        );
+    }
+
+    #[test]
+    fn a_nested_result_key_gives_a_span_that_does_not_match() {
+        // Inside a JSON string a quote is escaped, so only a key can read `"result":`.
+        let line = br#"{"jsonrpc":"2.0","id":7,"_meta":{"result": 5},"result":{"content":[]}}"#;
+        let start = guess_result_start(line).unwrap_or(0);
+        let guessed = parse_value_at(line, start).map(|(_, span)| span);
+        let Parsed::Message(envelope) = route::parse(line) else {
+            panic!("a message");
+        };
+        let real = envelope.result.and_then(|r| route::span_in(line, r));
+        assert!(real.is_some());
+        assert_ne!(guessed, real, "the wrong guess must be told by its span");
+    }
 }

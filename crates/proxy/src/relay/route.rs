@@ -169,6 +169,12 @@ impl Pending {
         Ok(self.map.insert(key, entry))
     }
 
+    /// Whether the request an answer with this key belongs to is waiting and has its answer
+    /// shaped (`tools/call`, `tools/list`).
+    pub(crate) fn is_shaped(&self, key: &[u8]) -> bool {
+        self.map.get(key).is_some_and(|e| e.track != Track::Other)
+    }
+
     /// Removes and returns the request an answer with this key belongs to.
     pub(crate) fn take(&mut self, key: &[u8]) -> Option<Entry> {
         self.map.remove(key)
