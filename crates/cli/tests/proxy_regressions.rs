@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use mcp_budget_core::tokens::Encoding;
 use serde_json::{Value, json};
 
 mod proxy_support;
@@ -62,4 +63,98 @@ fn a_runaway_jq_query_neither_stalls_the_relay_nor_blocks_exit() {
     assert!(text.contains("too long"), "{text}");
     let status = proxy.wait(Duration::from_secs(30));
     assert!(status.success(), "{status:?}");
+}
+
+/// An upstream that answers every request with `{"jsonrpc":"2.0","id":<id>,"result":<argv[1]>}`,
+/// the result's JSON text spliced in as given (so a test knows its exact bytes).
+const RAW_RESULT_SERVER: &str = r#"
+import json, sys
+result = sys.argv[1]
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" in m:
+        sys.stdout.write('{"jsonrpc":"2.0","id":' + json.dumps(m["id"]) + ',"result":' + result + '}\n')
+        sys.stdout.flush()
+"#;
+
+/// The sum of the tokens of the `text` items of a result (the model-visible tokens).
+fn visible_tokens(result: &Value) -> usize {
+    result["content"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item["text"].as_str())
+                .map(|text| Encoding::Cl100kBase.count(text))
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Calls tool `t` through a proxy with a budget of 1,000 tokens in front of
+/// [`RAW_RESULT_SERVER`] answering `raw_result`; returns the proxy and the answer, whose
+/// envelope is checked.
+fn call_raw(raw_result: &str) -> (Proxy, Value) {
+    let mut proxy = Proxy::start(
+        &["--max-tokens", "1000"],
+        &["python3", "-c", RAW_RESULT_SERVER, raw_result],
+    );
+    proxy.send(&call(json!("c1"), "t", json!({})));
+    let answer = proxy.recv_json();
+    assert_eq!(answer["jsonrpc"], "2.0");
+    assert_eq!(answer["id"], "c1");
+    (proxy, answer)
+}
+
+/// Bug: a result with a lone surrogate escape (Python writes `"\udcff"` for a file name that
+/// is not UTF-8) could not be parsed by serde_json and passed through unshaped: 100 KB
+/// against a 1,000-token budget.
+#[test]
+fn a_lone_surrogate_in_a_result_does_not_escape_the_budget() {
+    let text = format!("\\udcff.txt {}", "word ".repeat(20_000));
+    let raw = json!({"content": [{"type": "text", "text": "PLACEHOLDER"}]})
+        .to_string()
+        .replace("PLACEHOLDER", &text);
+    let (_proxy, answer) = call_raw(&raw);
+    let result = &answer["result"];
+    assert!(visible_tokens(result) <= 1000, "{}", visible_tokens(result));
+    let page = result["content"][0]["text"].as_str().unwrap_or("");
+    assert!(
+        page.starts_with("\u{fffd}.txt word"),
+        "{}",
+        &page[..40.min(page.len())]
+    );
+    assert_eq!(meta(result)["truncated"], true);
+}
+
+/// Bug: a result nested deeper than serde_json's 128 levels passed through unshaped. It is
+/// now paged as the JSON text it is, within the budget, and `read_more` reaches the rest: the
+/// pages put together give back the result's text byte for byte.
+#[test]
+fn a_result_nested_too_deep_is_paged_as_text_within_the_budget() {
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let raw = format!(
+        r#"{{"content":[{{"type":"text","text":"{}"}}],"structuredContent":{{"d":{deep}}},"isError":true}}"#,
+        "word ".repeat(5_000)
+    );
+    let (mut proxy, answer) = call_raw(&raw);
+    let mut result = answer["result"].clone();
+    assert_eq!(result["isError"], true, "{result}");
+    let mut text = String::new();
+    for n in 2.. {
+        assert!(
+            visible_tokens(&result) <= 1000,
+            "{}",
+            visible_tokens(&result)
+        );
+        text.push_str(result["content"][0]["text"].as_str().unwrap_or(""));
+        let Some(cursor) = meta(&result)["next_cursor"].as_str().map(str::to_owned) else {
+            break;
+        };
+        proxy.send(&call(json!(n), "read_more", json!({"cursor": cursor})));
+        let more = proxy.recv_json();
+        assert_eq!(more["id"], n, "{more}");
+        result = more["result"].clone();
+    }
+    assert_eq!(text, raw);
 }

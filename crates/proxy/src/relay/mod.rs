@@ -28,7 +28,8 @@
 //! meanwhile still reach the client.
 //!
 //! Not shaped: JSON-RPC batches (arrays, protocol 2025-03-26 only) pass through untouched,
-//! results included. Results nested deeper than 128 levels (serde_json's limit) pass unshaped.
+//! results included. A `tools/call` result that serde_json cannot read is shaped anyway (lone
+//! surrogate escapes replaced by U+FFFD; nesting deeper than 128 levels paged as JSON text).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), mcp_budget_proxy::relay::RelayError> {
@@ -58,6 +59,7 @@ mod route;
 mod scan;
 mod shaper;
 mod stdio;
+mod unparsed;
 mod writer;
 
 pub use child::Upstream;
