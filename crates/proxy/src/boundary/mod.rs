@@ -134,6 +134,7 @@ impl Boundary {
             }
         }
         let encoding = settings.encoding.clone();
+        warm_up(&encoding);
         let telemetry = match &settings.log_path {
             Some(path) => Some(Telemetry::open(path, encoding.clone())?),
             None => None,
@@ -250,6 +251,19 @@ impl Boundary {
                 s.names = n;
             }
         }
+    }
+}
+
+/// Loads the tokenizer's tables on a thread of its own, so that the first result to shape does
+/// not wait for them: building the OpenAI tokenizers (decoding the vocabulary, compiling the
+/// split pattern) takes ~150 M instructions, tens of milliseconds, once per process.
+fn warm_up(encoding: &Encoding) {
+    if matches!(encoding, Encoding::Cl100kBase | Encoding::O200kBase) {
+        let encoding = encoding.clone();
+        // Without a thread, the first count loads them, as before.
+        let _ = std::thread::Builder::new()
+            .name("mcp-budget-warm".into())
+            .spawn(move || encoding.count("warm"));
     }
 }
 
