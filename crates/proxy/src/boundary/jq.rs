@@ -5,7 +5,7 @@
 //! `transform` rule.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,18 @@ pub(crate) const MAX_OUTPUT_BYTES: usize = 256 * 1024 * 1024;
 /// holds up anything else.
 pub(crate) const MAX_RUN_TIME: Duration = Duration::from_secs(10);
 
+/// While this many abandoned runs are still going, new runs are refused
+/// ([`JqError::Overloaded`]), so a client cannot pile up runaway threads.
+pub(crate) const MAX_ABANDONED: usize = 4;
+
+/// Runs given up on (past [`MAX_RUN_TIME`]) whose thread is still going.
+static ABANDONED: AtomicUsize = AtomicUsize::new(0);
+
+/// The states of one run, shared by its thread and the caller waiting for it.
+const RUNNING: u8 = 0;
+const GIVEN_UP: u8 = 1;
+const DONE: u8 = 2;
+
 /// Why a filter did not give outputs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum JqError {
@@ -40,11 +52,14 @@ pub(crate) enum JqError {
     /// The filter ran longer than its time limit (whole seconds).
     #[error("the jq query took too long: stopped after {0} s; narrow the query")]
     TimedOut(u64),
+    /// Too many earlier runs that took too long are still going.
+    #[error("{0} earlier jq queries that took too long are still running; try again later")]
+    Overloaded(usize),
 }
 
 /// Checks that `code` is a valid filter.
 pub(crate) fn check(code: &str) -> Result<(), JqError> {
-    run_on_text(code, "null", true, &AtomicBool::new(false)).map(|_| ())
+    run_on_text(code, "null", true, &AtomicU8::new(RUNNING)).map(|_| ())
 }
 
 /// Every output of `code` run on `input`, in order, computed on a thread of its own and given
@@ -56,28 +71,54 @@ pub(crate) fn check(code: &str) -> Result<(), JqError> {
 /// jaq offers no limit for either.
 ///
 /// # Errors
-/// [`JqError::Syntax`] or [`JqError::Runtime`], with jaq's message; [`JqError::TimedOut`].
+/// [`JqError::Syntax`] or [`JqError::Runtime`], with jaq's message; [`JqError::TimedOut`];
+/// [`JqError::Overloaded`].
 pub(crate) fn run(code: &str, input: &Value) -> Result<Vec<Value>, JqError> {
-    run_with_deadline(code, input, MAX_RUN_TIME)
+    run_with_deadline(code, input, MAX_RUN_TIME, &ABANDONED)
 }
 
-fn run_with_deadline(code: &str, input: &Value, limit: Duration) -> Result<Vec<Value>, JqError> {
+/// [`run`] given up on after `limit`, counting abandoned runs in `abandoned` (a `'static`, as
+/// the thread may outlive the call).
+fn run_with_deadline(
+    code: &str,
+    input: &Value,
+    limit: Duration,
+    abandoned: &'static AtomicUsize,
+) -> Result<Vec<Value>, JqError> {
     let text = serde_json::to_string(input).map_err(|e| JqError::Runtime(e.to_string()))?;
+    let still_going = abandoned.load(Ordering::Relaxed);
+    if still_going >= MAX_ABANDONED {
+        return Err(JqError::Overloaded(still_going));
+    }
     let code = code.to_owned();
-    let stop = Arc::new(AtomicBool::new(false));
-    let told = Arc::clone(&stop);
+    let state = Arc::new(AtomicU8::new(RUNNING));
+    let told = Arc::clone(&state);
     let (tx, rx) = sync_channel(1);
     std::thread::Builder::new()
         .name("mcp-budget-jq".to_owned())
         .spawn(move || {
+            let result = run_on_text(&code, &text, false, &told);
+            if told.swap(DONE, Ordering::AcqRel) == GIVEN_UP {
+                abandoned.fetch_sub(1, Ordering::Relaxed);
+            }
             // The receiver is gone when the run was given up on.
-            let _ = tx.send(run_on_text(&code, &text, false, &told));
+            let _ = tx.send(result);
         })
         .map_err(|e| JqError::Runtime(format!("cannot start the query: {e}")))?;
     match rx.recv_timeout(limit) {
         Ok(result) => result,
         Err(RecvTimeoutError::Timeout) => {
-            stop.store(true, Ordering::Relaxed);
+            match state.compare_exchange(RUNNING, GIVEN_UP, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    abandoned.fetch_add(1, Ordering::Relaxed);
+                }
+                // It finished just now: its result is waiting.
+                Err(_) => {
+                    if let Ok(result) = rx.recv() {
+                        return result;
+                    }
+                }
+            }
             Err(JqError::TimedOut(limit.as_secs().max(1)))
         }
         Err(RecvTimeoutError::Disconnected) => Err(JqError::Runtime(
@@ -90,7 +131,7 @@ fn run_on_text(
     code: &str,
     input: &str,
     compile_only: bool,
-    stop: &AtomicBool,
+    state: &AtomicU8,
 ) -> Result<Vec<Value>, JqError> {
     let defs = jaq_core::defs()
         .chain(jaq_std::defs())
@@ -139,7 +180,7 @@ fn run_on_text(
                 "more than {MAX_OUTPUTS} outputs; narrow the query"
             )));
         }
-        if stop.load(Ordering::Relaxed) || started.elapsed() > MAX_RUN_TIME {
+        if state.load(Ordering::Relaxed) == GIVEN_UP || started.elapsed() > MAX_RUN_TIME {
             return Err(JqError::TimedOut(MAX_RUN_TIME.as_secs()));
         }
     }
@@ -217,12 +258,47 @@ mod tests {
     #[test]
     fn runaway_query_times_out() {
         let started = Instant::now();
-        let e =
-            run_with_deadline("def f: f; f", &json!({}), Duration::from_millis(300)).unwrap_err();
+        static ABANDONED_HERE: AtomicUsize = AtomicUsize::new(0);
+        let e = run_with_deadline(
+            "def f: f; f",
+            &json!({}),
+            Duration::from_millis(300),
+            &ABANDONED_HERE,
+        )
+        .unwrap_err();
         assert!(matches!(e, JqError::TimedOut(_)), "{e}");
         assert!(e.to_string().contains("too long"), "{e}");
         assert!(started.elapsed() < Duration::from_secs(5));
         // The abandoned thread does not hold up the next run.
         assert_eq!(run(".a", &json!({"a": 1})).unwrap(), vec![json!(1)]);
+        assert_eq!(ABANDONED_HERE.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn runaway_queries_cannot_pile_up() {
+        static ABANDONED_HERE: AtomicUsize = AtomicUsize::new(0);
+        // A run that takes well over 1 ms, and then ends.
+        let slow = "[range(2000000)] | length";
+        let fast = Duration::from_millis(1);
+        for _ in 0..MAX_ABANDONED {
+            let e = run_with_deadline(slow, &json!(null), fast, &ABANDONED_HERE).unwrap_err();
+            assert!(matches!(e, JqError::TimedOut(_)), "{e}");
+        }
+        let e = run_with_deadline(".", &json!(null), fast, &ABANDONED_HERE).unwrap_err();
+        assert!(
+            matches!(e, JqError::Overloaded(n) if n == MAX_ABANDONED),
+            "{e}"
+        );
+        // The abandoned runs end, and are no longer counted.
+        let started = Instant::now();
+        while ABANDONED_HERE.load(Ordering::Relaxed) > 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "abandoned runs never ended"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = run_with_deadline(".", &json!(1), MAX_RUN_TIME, &ABANDONED_HERE).unwrap();
+        assert_eq!(out, vec![json!(1)]);
     }
 }
