@@ -436,3 +436,41 @@ fn telemetry_has_one_record_per_call_with_the_upstream_time_and_no_payload() {
         "payload in telemetry: {text}"
     );
 }
+
+/// Regression: a `tools/call` answered with a JSON-RPC error (by the server, or by the proxy when
+/// the server crashed) wrote no telemetry record; DESIGN.md wants one per call.
+#[test]
+fn telemetry_records_calls_answered_with_an_error() {
+    let log = std::env::temp_dir().join(format!(
+        "mcp-budget-telemetry-err-{}-{:?}.jsonl",
+        std::process::id(),
+        Instant::now()
+    ));
+    let _ = std::fs::remove_file(&log);
+    let log_flag = log.to_string_lossy().into_owned();
+    let mut proxy = start(&["--log", &log_flag], &[]);
+    initialize(&mut proxy);
+    proxy.send(&call(json!(1), "no_such_tool", json!({})));
+    let answer = proxy.recv_json();
+    assert_eq!(answer["id"], 1);
+    assert!(answer.get("error").is_some(), "{answer}");
+    proxy.send(&call(json!(2), "crash", json!({})));
+    let answer = proxy.recv_json();
+    assert_eq!(answer["id"], 2);
+    assert!(answer.get("error").is_some(), "{answer}");
+    assert_eq!(proxy.wait(STEP).code(), Some(70));
+
+    let text = std::fs::read_to_string(&log).expect("telemetry log written");
+    let _ = std::fs::remove_file(&log);
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(records.len(), 2, "{text}");
+    assert_eq!(records[0]["tool"], "no_such_tool");
+    assert_eq!(records[1]["tool"], "crash");
+    for r in &records {
+        assert_eq!(r["outcome"], "error", "{text}");
+        assert_eq!(r["tokens"], 0, "{text}");
+    }
+}

@@ -81,6 +81,7 @@ use std::sync::RwLock;
 use std::time::Instant;
 
 use mcp_budget_core::tokens::Encoding;
+use mcp_budget_core::wire::Outcome;
 use serde_json::Value;
 
 use crate::config::{ConfigError, Settings};
@@ -203,6 +204,19 @@ impl Boundary {
             });
         }
         shaped.result
+    }
+
+    /// Accounts for a `tools/call` of `tool` that got a JSON-RPC error instead of a result
+    /// (from the server, or written by the relay when the server exited or timed out): one
+    /// telemetry record with `outcome: "error"` and zero bytes and tokens (nothing reached the
+    /// model through a result). `upstream_ms` in milliseconds. No-op without `--log`.
+    pub fn note_call_error(&self, tool: &str, upstream_ms: u64) {
+        if let Some(t) = &self.telemetry {
+            t.send(PendingRecord {
+                record: telemetry::record(tool, 0, 0, 0, upstream_ms, 0, Outcome::Error, None),
+                pre_texts: Vec::new(),
+            });
+        }
     }
 
     /// Shapes the `result` of a `tools/list` response: adds the injected tools when

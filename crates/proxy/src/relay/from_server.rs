@@ -275,16 +275,17 @@ fn route_line(line: &[u8], shared: &Shared) -> Routed {
             started.elapsed()
         ));
     }
-    let (key, result) = match parsed {
+    let (key, result, is_error) = match parsed {
         Parsed::Message(envelope) => match (envelope.method.is_some(), envelope.id) {
             // A response: the only kind the client's pending table knows.
             (false, Some(id)) => {
-                let result = if envelope.error.is_none() {
-                    envelope.result.and_then(|r| route::span_in(line, r))
-                } else {
+                let is_error = envelope.error.is_some();
+                let result = if is_error {
                     None
+                } else {
+                    envelope.result.and_then(|r| route::span_in(line, r))
                 };
-                (route::id_key(id.get().as_bytes()), result)
+                (route::id_key(id.get().as_bytes()), result, is_error)
             }
             // Server requests (their own id space), notifications, anything else.
             _ => {
@@ -324,6 +325,11 @@ fn route_line(line: &[u8], shared: &Shared) -> Routed {
         }
     };
     match (entry, result, shared.shaper.clone()) {
+        (Some(entry), None, Some(_)) if is_error => {
+            // An error instead of a result: forwarded as is, but still one telemetry record.
+            shared.note_call_error(&entry);
+            Routed::Send
+        }
         (Some(entry), Some(span), Some(shaper)) if entry.track != Track::Other => {
             let upstream_ms =
                 u64::try_from(entry.sent_at.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -155,6 +155,16 @@ impl Shared {
     fn pending(&self) -> MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Accounts (telemetry) for a `tools/call` answered with an error instead of a result:
+    /// by the server, or by the relay in its place (exit, timeout). Other requests: nothing.
+    fn note_call_error(&self, entry: &route::Entry) {
+        if let (Some(shaper), route::Track::Call { tool }) = (&self.shaper, &entry.track) {
+            let upstream_ms =
+                u64::try_from(entry.sent_at.elapsed().as_millis()).unwrap_or(u64::MAX);
+            shaper.note_call_error(tool, upstream_ms);
+        }
+    }
 }
 
 /// The relay between one client and one upstream server.
@@ -364,6 +374,7 @@ impl Relay {
         }
         let orphans = shared.pending().close();
         for entry in orphans {
+            shared.note_call_error(&entry);
             let message = format!("{why} before answering this request ({})", entry.method);
             let _ = out
                 .send(reply::error_line(
@@ -401,6 +412,7 @@ async fn expire_requests(shared: Arc<Shared>, out: mpsc::Sender<Vec<u8>>, limit:
         tick.tick().await;
         let expired = shared.pending().expire(std::time::Instant::now(), limit);
         for entry in expired {
+            shared.note_call_error(&entry);
             log::warn(format_args!(
                 "the upstream server did not answer {} {} within {limit:?}; answering with an error",
                 entry.method,

@@ -28,6 +28,14 @@ pub trait Shaper: Send + Sync + 'static {
     /// The shaped `result` of a `tools/list` response; `first_page` when the request had no
     /// cursor (the injected tools go on the first page only).
     fn shape_list_result(&self, result: serde_json::Value, first_page: bool) -> serde_json::Value;
+
+    /// A `tools/call` of `tool` was answered without a result: a JSON-RPC `error` from the
+    /// server, or an error the relay wrote in its place (the server exited or timed out).
+    /// Nothing is shaped; the boundary only accounts for the call (telemetry). `upstream_ms`
+    /// as in [`Shaper::shape_call_result`]. Does nothing by default.
+    fn note_call_error(&self, tool: &str, upstream_ms: u64) {
+        let _ = (tool, upstream_ms);
+    }
 }
 
 impl Shaper for Boundary {
@@ -51,5 +59,9 @@ impl Shaper for Boundary {
 
     fn shape_list_result(&self, result: serde_json::Value, first_page: bool) -> serde_json::Value {
         Boundary::shape_list_result(self, result, first_page)
+    }
+
+    fn note_call_error(&self, tool: &str, upstream_ms: u64) {
+        Boundary::note_call_error(self, tool, upstream_ms);
     }
 }
