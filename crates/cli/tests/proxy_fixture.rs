@@ -383,13 +383,7 @@ fn answers_still_reach_a_client_that_closed_its_input() {
 
 #[test]
 fn telemetry_has_one_record_per_call_with_the_upstream_time_and_no_payload() {
-    let log = std::env::temp_dir().join(format!(
-        "mcp-budget-telemetry-{}-{:?}.jsonl",
-        std::process::id(),
-        Instant::now()
-    ));
-    let _ = std::fs::remove_file(&log);
-    let log_flag = log.to_string_lossy().into_owned();
+    let (log, log_flag) = fresh_log("calls");
     let mut proxy = start(&["--log", &log_flag, "--max-tokens", "1000"], &[]);
     initialize(&mut proxy);
     proxy.send(&call(json!(1), "slow", json!({"ms": 300})));
@@ -399,13 +393,7 @@ fn telemetry_has_one_record_per_call_with_the_upstream_time_and_no_payload() {
     proxy.close_stdin();
     assert_eq!(proxy.wait(STEP).code(), Some(0));
 
-    let text =
-        std::fs::read_to_string(&log).expect("telemetry log written by the time the proxy exits");
-    let _ = std::fs::remove_file(&log);
-    let records: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect();
+    let (text, records) = read_records(&log);
     assert_eq!(records.len(), 2, "{text}");
     for field in [
         "ts",
@@ -441,13 +429,7 @@ fn telemetry_has_one_record_per_call_with_the_upstream_time_and_no_payload() {
 /// the server crashed) wrote no telemetry record; DESIGN.md wants one per call.
 #[test]
 fn telemetry_records_calls_answered_with_an_error() {
-    let log = std::env::temp_dir().join(format!(
-        "mcp-budget-telemetry-err-{}-{:?}.jsonl",
-        std::process::id(),
-        Instant::now()
-    ));
-    let _ = std::fs::remove_file(&log);
-    let log_flag = log.to_string_lossy().into_owned();
+    let (log, log_flag) = fresh_log("errors");
     let mut proxy = start(&["--log", &log_flag], &[]);
     initialize(&mut proxy);
     proxy.send(&call(json!(1), "no_such_tool", json!({})));
@@ -460,12 +442,7 @@ fn telemetry_records_calls_answered_with_an_error() {
     assert!(answer.get("error").is_some(), "{answer}");
     assert_eq!(proxy.wait(STEP).code(), Some(70));
 
-    let text = std::fs::read_to_string(&log).expect("telemetry log written");
-    let _ = std::fs::remove_file(&log);
-    let records: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect();
+    let (text, records) = read_records(&log);
     assert_eq!(records.len(), 2, "{text}");
     assert_eq!(records[0]["tool"], "no_such_tool");
     assert_eq!(records[1]["tool"], "crash");
@@ -473,4 +450,28 @@ fn telemetry_records_calls_answered_with_an_error() {
         assert_eq!(r["outcome"], "error", "{text}");
         assert_eq!(r["tokens"], 0, "{text}");
     }
+}
+
+/// A fresh path for a telemetry log in the temp dir (removed if present), and its flag value.
+fn fresh_log(tag: &str) -> (std::path::PathBuf, String) {
+    let log = std::env::temp_dir().join(format!(
+        "mcp-budget-telemetry-{tag}-{}-{:?}.jsonl",
+        std::process::id(),
+        Instant::now()
+    ));
+    let _ = std::fs::remove_file(&log);
+    let flag = log.to_string_lossy().into_owned();
+    (log, flag)
+}
+
+/// The records of a telemetry log (one JSON object per line); removes the file.
+fn read_records(log: &std::path::Path) -> (String, Vec<Value>) {
+    let text =
+        std::fs::read_to_string(log).expect("telemetry log written by the time the proxy exits");
+    let _ = std::fs::remove_file(log);
+    let records = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    (text, records)
 }
