@@ -24,7 +24,10 @@
 //!   This rule makes rounding idempotent: a rounded value prints with at most N digits, so
 //!   rounding it again keeps it. (For N <= 15 the digits of the `{:.*e}` text, trailing zeros
 //!   stripped, already are that shortest text, so the writer skips the parse-back; a property
-//!   test checks the two paths agree.)
+//!   test checks the two paths agree. For N <= 14 the writer first rounds the decimal spelling
+//!   itself, with no `f64` at all, whenever the digits after the N-th are provably far enough
+//!   from half-way that `x` must round the same way: see `round_spelling`; property tests
+//!   check it against the exact path.)
 //! - A float stays a float in spelling: `3.0` is written `3.0`, never `3`.
 //! - Numbers that do not fit an `f64` pass unrounded in their source spelling: overflow
 //!   (`1e400`, `-1e400`), underflow to zero (`1e-400`) and subnormals (below
@@ -191,6 +194,9 @@ fn classify(number: &str, precision: u32) -> Rounding {
     if precision == 0 || !number.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
         return Rounding::Keep;
     }
+    if let Some((negative, digits)) = round_spelling(number, precision) {
+        return Rounding::Float { negative, digits };
+    }
     let Ok(x) = number.parse::<f64>() else {
         return Rounding::Keep;
     };
@@ -208,6 +214,145 @@ fn classify(number: &str, precision: u32) -> Rounding {
         },
         None => Rounding::Keep,
     }
+}
+
+/// Precisions up to which [`round_spelling`] may round the decimal spelling itself.
+const SPELLING_DIGITS: u32 = 14;
+
+/// Decimal exponents (of the first significant digit) within which a spelling of at most
+/// [`SPELLING_DIGITS`] rounded digits is a normal, finite `f64` with room to spare.
+const SPELLING_EXP_RANGE: std::ops::RangeInclusive<i64> = -300..=300;
+
+/// The fast path of [`classify`]: rounds the decimal spelling itself, without parsing it to
+/// an `f64` and formatting that, when this provably gives the digits of [`round_digits`].
+/// `None` means "not decided here": the caller takes the exact path.
+///
+/// Why it is the same: the source decimal `D` parses to the nearest `f64` `x`, so
+/// `|x - D| <= 2^-53 |D|`. With N <= 14 digits and `u` the weight of the N-th digit of `D`,
+/// `|D| < 10^N u`, so `|x - D| < 1.12e-16 * 10^N u = 11.2 * 10^-M u` where `M = 17 - N`.
+/// Read the M digits after the N-th as an integer `T` (zeros when the spelling is shorter)
+/// and let `H = 5 * 10^(M-1)` (the half-way point). When `|T - H| >= 13`, `D` lies more than
+/// `12 * 10^-M u` from every rounding boundary, so `x` rounds to the same N digits as `D`
+/// (also across a power of ten: just below `10^k` the grid is `u / 10`, but there
+/// `|D| ~ 10^(N-1) u` and `|x - D| < 0.0012 u`). Otherwise (a spelling within a hair of
+/// half-way, about 26 in 10^M) the exact path decides. Exponents are limited so that `x` is
+/// normal and the rounding cannot overflow; zero is `0` with exponent 0, as `{:e}` prints it.
+fn round_spelling(number: &str, precision: u32) -> Option<(bool, Digits)> {
+    if precision > SPELLING_DIGITS {
+        return None;
+    }
+    let n = precision as usize;
+    let bytes = number.as_bytes();
+    let (negative, rest) = match bytes.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, bytes),
+    };
+    let mantissa_end = rest
+        .iter()
+        .position(|b| matches!(b, b'e' | b'E'))
+        .unwrap_or(rest.len());
+    let (mantissa, exponent) = rest.split_at(mantissa_end);
+    let exp10 = parse_exponent(exponent)?;
+    // `kept` holds the first 17 significant digits: N to keep, M = 17 - N to decide.
+    let mut kept = [b'0'; F64_MAX_DIGITS as usize];
+    let mut sig = 0usize;
+    let mut before_point = 0i64;
+    let mut leading_zeros = 0i64;
+    let mut seen_point = false;
+    let mut any_digit = false;
+    for &b in mantissa {
+        match b {
+            b'.' if !seen_point => seen_point = true,
+            b'0'..=b'9' => {
+                any_digit = true;
+                if !seen_point {
+                    before_point += 1;
+                }
+                if sig == 0 && b == b'0' {
+                    leading_zeros += 1;
+                    continue;
+                }
+                if let Some(slot) = kept.get_mut(sig) {
+                    *slot = b;
+                }
+                sig += 1;
+            }
+            _ => return None,
+        }
+    }
+    if !any_digit {
+        return None;
+    }
+    let mut out = Digits {
+        digits: [b'0'; 24],
+        len: 1,
+        exp: 0,
+    };
+    if sig == 0 {
+        // Zero (of any sign and exponent) parses to +-0.0, whose digits are `0`, exponent 0.
+        return Some((negative, out));
+    }
+    let mut exp = before_point - leading_zeros - 1 + exp10;
+    let tail = kept[n..]
+        .iter()
+        .fold(0u64, |t, &b| t * 10 + u64::from(b - b'0'));
+    let half = 5 * 10u64.pow(F64_MAX_DIGITS - 1 - precision);
+    if tail.abs_diff(half) < 13 {
+        return None;
+    }
+    out.digits[..n].copy_from_slice(&kept[..n]);
+    out.len = n;
+    if tail > half {
+        // Round up, carrying through nines; all nines become `1` one decade higher.
+        let mut i = n;
+        loop {
+            if i == 0 {
+                out.digits[0] = b'1';
+                out.len = 1;
+                exp += 1;
+                break;
+            }
+            i -= 1;
+            if out.digits[i] == b'9' {
+                out.digits[i] = b'0';
+            } else {
+                out.digits[i] += 1;
+                break;
+            }
+        }
+    }
+    if !SPELLING_EXP_RANGE.contains(&exp) {
+        return None;
+    }
+    while out.len > 1 && out.digits[out.len - 1] == b'0' {
+        out.len -= 1;
+    }
+    out.exp = i32::try_from(exp).ok()?;
+    Some((negative, out))
+}
+
+/// The value of an exponent part (`e+12`, `E-3`, `e7`, or empty for 0); `None` when it is
+/// malformed or has more than 6 digits (far outside the `f64` range).
+fn parse_exponent(part: &[u8]) -> Option<i64> {
+    let Some((_, rest)) = part.split_first() else {
+        return Some(0);
+    };
+    let (sign, digits) = match rest.split_first() {
+        Some((b'-', d)) => (-1, d),
+        Some((b'+', d)) => (1, d),
+        _ => (1, rest),
+    };
+    if digits.is_empty() || digits.len() > 6 {
+        return None;
+    }
+    let mut value = 0i64;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + i64::from(b - b'0');
+    }
+    Some(sign * value)
 }
 
 /// Precisions up to which two distinct decimals of at most that many digits never round to
@@ -557,6 +702,103 @@ mod tests {
         .serialize(&mut ser)
         .expect("Vec writer");
         assert_eq!(String::from_utf8_lossy(&out), r#"{"a":247.130619,"b":0.1}"#);
+    }
+
+    /// The exact path alone (parse, `{:.N-1e}`), as `classify` was before `round_spelling`.
+    fn exact_path(number: &str, precision: u32) -> Option<(bool, Vec<u8>, i32)> {
+        let x = number.parse::<f64>().ok()?;
+        if !x.is_finite() || x.is_subnormal() || (x == 0.0 && mantissa_has_nonzero_digit(number)) {
+            return None;
+        }
+        let d = round_digits(x, precision)?;
+        Some((x.is_sign_negative(), d.as_bytes().to_vec(), d.exp))
+    }
+
+    fn check_spelling(number: &str, precision: u32) {
+        if let Some((negative, d)) = round_spelling(number, precision) {
+            assert_eq!(
+                Some((negative, d.as_bytes().to_vec(), d.exp)),
+                exact_path(number, precision),
+                "{number} at {precision}"
+            );
+        }
+    }
+
+    #[test]
+    fn spelling_path_vectors_match_exact_path() {
+        for s in [
+            "247.13061935179246",
+            "0.30000000000000004",
+            "0.0005258389771750028",
+            "679.0625",
+            "1.5e-7",
+            "-0.0",
+            "0e10",
+            "9.999999999e22",
+            "99999999999999999999.9",
+            "0.000999999999999999",
+            "1.7976931348623157e+308",
+            "2.2250738585072014e-308",
+            "1e-300",
+            "9.99999999999999999e-301",
+            "123.456E+7",
+        ] {
+            for precision in 1..=17 {
+                check_spelling(s, precision);
+            }
+        }
+        let (_, d) = round_spelling("99999999999999999999.9", 9).expect("decided");
+        assert_eq!((d.as_bytes(), d.exp), (&b"1"[..], 20));
+        assert!(
+            round_spelling("0.25", 1).is_none(),
+            "near half-way: exact path"
+        );
+        assert!(round_spelling("0.2500000000000001", 1).is_none());
+        assert!(round_spelling("0.2499999999999999", 1).is_none());
+        assert!(round_spelling("0.249999999999998", 1).is_some());
+        assert!(round_spelling("1.23456789500000012", 9).is_none());
+        assert!(
+            round_spelling("1e-400", 9).is_none(),
+            "out of range: exact path"
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(4096))]
+        #[test]
+        fn spelling_path_matches_exact_path_on_f64_texts(
+            bits in proptest::prelude::any::<u64>(),
+            extra in 0usize..30,
+            precision in 1u32..=17,
+        ) {
+            let x = f64::from_bits(bits);
+            if x.is_finite() {
+                check_spelling(&format!("{x:e}"), precision);
+                check_spelling(&format!("{x:?}"), precision);
+                check_spelling(&format!("{:.*e}", extra, x), precision);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(4096))]
+        #[test]
+        fn spelling_path_matches_exact_path_near_half_way(
+            precision in 1u32..=17,
+            lead in 1u64..10,
+            body in proptest::prelude::any::<u64>(),
+            delta in -40i64..=40,
+            extra in proptest::prelude::any::<u32>(),
+            exp in -40i32..=40,
+        ) {
+            // N digits, then a 17 - N digit tail within 40 of half-way, then more digits.
+            let m = 17u32.saturating_sub(precision);
+            let keep = format!("{lead}{body:019}");
+            let half = 5 * 10i64.pow(m.saturating_sub(1));
+            let tail = if m == 0 { String::new() } else { format!("{:0w$}", (half + delta).max(0), w = m as usize) };
+            let text = format!("{}.{}{tail}{extra}e{exp}", &keep[..1], &keep[1..precision as usize]);
+            check_spelling(&text, precision);
+        }
     }
 
     #[test]

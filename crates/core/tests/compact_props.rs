@@ -312,6 +312,36 @@ fn assert_within_bound(original: &str, rounded: &str, precision: u32) -> Result<
     Ok(())
 }
 
+/// The number rule of the module docs, written the slow, obvious way (the implementation
+/// before its decimal fast path): parse to the nearest `f64`, keep it when its shortest text
+/// has at most N digits, else round with `{:.N-1e}` and parse back; print shortest.
+fn reference_round(stored: &str, precision: u32) -> String {
+    if is_integer_spelling(stored) {
+        return stored.to_owned();
+    }
+    let Ok(x) = stored.parse::<f64>() else {
+        return stored.to_owned();
+    };
+    let mantissa_nonzero = stored
+        .split(['e', 'E'])
+        .next()
+        .is_some_and(|m| m.bytes().any(|b| matches!(b, b'1'..=b'9')));
+    if !x.is_finite() || x.is_subnormal() || (x == 0.0 && mantissa_nonzero) {
+        return stored.to_owned();
+    }
+    let shortest_len = format!("{:e}", x.abs())
+        .split('e')
+        .next()
+        .map_or(0, |m| m.replace('.', "").len());
+    if x == 0.0 || precision >= 17 || shortest_len <= precision as usize {
+        return compact::format_float(x);
+    }
+    match format!("{:.*e}", precision as usize - 1, x).parse::<f64>() {
+        Ok(r) if r.is_finite() => compact::format_float(r),
+        _ => stored.to_owned(),
+    }
+}
+
 // ---------------------------------------------------------------- properties
 
 proptest! {
@@ -367,6 +397,37 @@ proptest! {
         let stored = number(&source).to_string();
         let expected = reference.map_or(stored.clone(), compact::format_float);
         prop_assert_eq!(compact::round_number(&stored, precision).into_owned(), expected);
+    }
+
+    #[test]
+    fn rounding_matches_reference_rule_on_any_spelling(
+        source in prop_oneof![
+            any::<u64>()
+                .prop_map(f64::from_bits)
+                .prop_filter("finite", |x| x.is_finite())
+                .prop_flat_map(|x| (0usize..30).prop_map(move |k| format!("{:.*e}", k, x))),
+            (sign(), 0usize..4, 1u8..10, digits(0..30), 1usize..32, 0i32..40)
+                .prop_map(|(s, zeros, first, d, point, e)| {
+                    let all = format!("{first}{d}");
+                    let point = point.min(all.len());
+                    let (int, frac) = all.split_at(point);
+                    let (int, frac) = if zeros > 0 {
+                        ("0".to_owned(), format!("{}{all}", "0".repeat(zeros - 1)))
+                    } else {
+                        (int.to_owned(), frac.to_owned())
+                    };
+                    let frac = if frac.is_empty() { frac } else { format!(".{frac}") };
+                    format!("{s}{int}{frac}e{}", e - 20)
+                }),
+            float_text(),
+        ],
+        precision in 1u32..=17,
+    ) {
+        let stored = number(&source).to_string();
+        prop_assert_eq!(
+            compact::round_number(&stored, precision).into_owned(),
+            reference_round(&stored, precision)
+        );
     }
 
     #[test]
