@@ -3,11 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_budget_core::tokens::Encoding;
 use serde_json::{Value, json};
 
 mod proxy_support;
-use proxy_support::{Proxy, STEP};
+use proxy_support::{Proxy, STEP, visible_tokens};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-budget");
 
@@ -40,20 +39,6 @@ fn initialize(proxy: &mut Proxy) {
     assert_eq!(msg["id"], 0, "{msg}");
     assert_eq!(msg["result"]["protocolVersion"], "2025-06-18", "{msg}");
     proxy.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-}
-
-/// The sum of the tokens of the `text` items of a result (the model-visible tokens).
-fn visible_tokens(result: &Value) -> usize {
-    result["content"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item["text"].as_str())
-                .map(|text| Encoding::Cl100kBase.count(text))
-                .sum()
-        })
-        .unwrap_or(0)
 }
 
 fn tool_names(result: &Value) -> Vec<String> {

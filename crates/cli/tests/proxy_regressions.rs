@@ -3,11 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_budget_core::tokens::Encoding;
 use serde_json::{Value, json};
 
 mod proxy_support;
-use proxy_support::Proxy;
+use proxy_support::{Proxy, visible_tokens};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-budget");
 
@@ -76,20 +75,6 @@ for line in sys.stdin:
         sys.stdout.write('{"jsonrpc":"2.0","id":' + json.dumps(m["id"]) + ',"result":' + result + '}\n')
         sys.stdout.flush()
 "#;
-
-/// The sum of the tokens of the `text` items of a result (the model-visible tokens).
-fn visible_tokens(result: &Value) -> usize {
-    result["content"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item["text"].as_str())
-                .map(|text| Encoding::Cl100kBase.count(text))
-                .sum()
-        })
-        .unwrap_or(0)
-}
 
 /// Calls tool `t` through a proxy with a budget of 1,000 tokens in front of
 /// [`RAW_RESULT_SERVER`] answering `raw_result`; returns the proxy and the answer, whose

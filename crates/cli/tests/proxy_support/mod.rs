@@ -202,3 +202,17 @@ impl Drop for Proxy {
         let _ = self.child.wait();
     }
 }
+
+/// The sum of the tokens of the `text` items of a result (the model-visible tokens).
+pub fn visible_tokens(result: &Value) -> usize {
+    result["content"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item["text"].as_str())
+                .map(|text| mcp_budget_core::tokens::Encoding::Cl100kBase.count(text))
+                .sum()
+        })
+        .unwrap_or(0)
+}
