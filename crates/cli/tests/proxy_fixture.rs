@@ -437,6 +437,33 @@ fn telemetry_records_calls_answered_with_an_error() {
     }
 }
 
+/// Issue 8 ("Also"): the telemetry log was created with mode 0644 (world-readable tool names
+/// and times). A new log is 0600; an existing log, whatever its mode, is appended to.
+#[cfg(unix)]
+#[test]
+fn a_new_telemetry_log_is_private_and_an_existing_one_is_appended_to() {
+    use std::os::unix::fs::PermissionsExt;
+    let (log, log_flag) = fresh_log("mode");
+    for round in 0..2 {
+        let mut proxy = start(&["--log", &log_flag], &[]);
+        initialize(&mut proxy);
+        proxy.send(&call(json!(1), "slow", json!({"ms": 1})));
+        assert_eq!(proxy.recv_json()["id"], 1);
+        proxy.close_stdin();
+        assert_eq!(proxy.wait(STEP).code(), Some(0));
+        let mode = std::fs::metadata(&log).expect("log").permissions().mode() & 0o777;
+        if round == 0 {
+            assert_eq!(mode, 0o600, "a new log: {mode:o}");
+            // An older install left it world-readable: it is still appended to, as it is.
+            std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        } else {
+            assert_eq!(mode, 0o644, "an existing log keeps its mode: {mode:o}");
+        }
+    }
+    let (text, records) = read_records(&log);
+    assert_eq!(records.len(), 2, "{text}");
+}
+
 /// A fresh path for a telemetry log in the temp dir (removed if present), and its flag value.
 fn fresh_log(tag: &str) -> (std::path::PathBuf, String) {
     let log = std::env::temp_dir().join(format!(

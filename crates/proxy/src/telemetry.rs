@@ -53,6 +53,9 @@ impl Telemetry {
     /// Opens `path` for appending (creating it) and starts the writer thread, which counts
     /// tokens in `encoding`.
     ///
+    /// A new file is created with mode 0600 on Unix (owner read/write only: records name the
+    /// tools called and when); an existing file is appended to and keeps its mode.
+    ///
     /// # Errors
     /// [`ConfigError::Log`] when the file cannot be opened or the thread cannot start.
     pub fn open(path: &Path, encoding: Encoding) -> Result<Telemetry, ConfigError> {
@@ -60,11 +63,11 @@ impl Telemetry {
             path: path.to_path_buf(),
             source,
         };
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(log_err)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).append(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(path).map_err(log_err)?;
         let (tx, rx) = mpsc::channel();
         let worker = std::thread::Builder::new()
             .name("mcp-budget-telemetry".into())
@@ -230,5 +233,31 @@ mod tests {
         assert_eq!(rec.tokens_pre, 4);
         assert_eq!(rec.tool, "x");
         assert_eq!(text.lines().count(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_new_log_is_private_and_an_existing_one_keeps_working() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.jsonl");
+        drop(Telemetry::open(&path, Encoding::Cl100kBase).unwrap());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+
+        let old = dir.path().join("old.jsonl");
+        std::fs::write(&old, "{}\n").unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let t = Telemetry::open(&old, Encoding::Cl100kBase).unwrap();
+        t.send(PendingRecord {
+            record: record("y", 1, 1, 1, 1, 1, Outcome::Fit, None),
+            pre_texts: Vec::new(),
+        });
+        t.flush();
+        let text = std::fs::read_to_string(&old).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.starts_with("{}\n"), "{text}");
+        let mode = std::fs::metadata(&old).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644, "an existing file keeps its mode");
     }
 }
