@@ -250,7 +250,7 @@ impl JsonPaging<'_> {
         oversized: bool,
     ) -> Page {
         Page {
-            value: serde_json::from_str(&body).ok(),
+            value: crate::dialect::parse(body.as_bytes()).ok().map(|p| p.value),
             body,
             meta,
             tokens,

@@ -116,21 +116,20 @@ pub enum Document {
 }
 
 impl Document {
-    /// A [`Document::Json`] when `text` parses as a JSON object or array, else a
-    /// [`Document::Text`] holding `text` unchanged.
+    /// A [`Document::Json`] when `text` is a JSON object or array by
+    /// [`crate::dialect::json_document`], else a [`Document::Text`] holding `text` unchanged.
     ///
-    /// Not lossless for every JSON text: an object with a duplicate key keeps only the last
-    /// value, at the first key's place (`{"a":1,"a":2}` becomes `{"a":2}`, as `serde_json`
-    /// parses it); text that is not valid to `serde_json` (a lone surrogate escape such as
-    /// `"\ud800"`, nesting deeper than 128 levels) is paged as text, byte for byte.
+    /// The JSON read is that of Python servers too: a lone surrogate escape such as `"\ud800"`
+    /// becomes U+FFFD, and `NaN`, `Infinity`, `-Infinity` are kept as those literals (pages
+    /// write them back as they came). Not lossless for every JSON text: an object with a
+    /// duplicate key keeps only the last value, at the first key's place (`{"a":1,"a":2}`
+    /// becomes `{"a":2}`, as `serde_json` parses it); text nested deeper than 128 levels is
+    /// paged as text, byte for byte.
     pub fn from_text(text: String) -> Document {
-        let trimmed = text.trim_start();
-        if (trimmed.starts_with('{') || trimmed.starts_with('['))
-            && let Ok(v) = serde_json::from_str::<Value>(&text)
-        {
-            return Document::Json(v);
+        match crate::dialect::json_document(&text) {
+            Some(v) => Document::Json(v),
+            None => Document::Text(text),
         }
-        Document::Text(text)
     }
 
     /// The whole document as it would be shown if it fit: compact JSON with floats rounded to

@@ -217,7 +217,7 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
         let sc = match twin {
             structured::Twin::Value { .. } if rule.precision > 0 => {
                 let text = mcp_budget_core::compact::to_string(&sc, rule.precision);
-                serde_json::from_str(&text).unwrap_or(sc)
+                mcp_budget_core::dialect::parse(text.as_bytes()).map_or(sc, |p| p.value)
             }
             _ => sc,
         };
@@ -271,15 +271,14 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
 }
 
 /// The text item `text` as a document: [`Document::from_text`] without taking `text` (the
-/// caller keeps it to compare with what goes out), so a JSON text is never copied.
+/// caller keeps it to compare with what goes out), so a JSON text is never copied. JSON as
+/// Python servers write it counts ([`mcp_budget_core::dialect`]): lone surrogate escapes
+/// become U+FFFD, `NaN`/`Infinity`/`-Infinity` are kept and written back as they came.
 fn document_of(text: &str) -> Document {
-    let trimmed = text.trim_start();
-    if (trimmed.starts_with('{') || trimmed.starts_with('['))
-        && let Ok(v) = serde_json::from_str::<Value>(text)
-    {
-        return Document::Json(v);
+    match mcp_budget_core::dialect::json_document(text) {
+        Some(v) => Document::Json(v),
+        None => Document::Text(text.to_owned()),
     }
-    Document::Text(text.to_owned())
 }
 
 /// The base64 payloads of a non-text item (for `bytes_pre`/`tokens_pre`).

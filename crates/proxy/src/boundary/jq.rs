@@ -187,8 +187,13 @@ fn run_on_text(
     Ok(outs)
 }
 
+/// One jq output (jaq writes `NaN`, `Infinity`, `-Infinity` for non-finite numbers, as the
+/// input's literals were) as a value; a text that is not JSON even so stays a string.
 fn to_value(text: String) -> Value {
-    serde_json::from_str(&text).unwrap_or(Value::String(text))
+    match mcp_budget_core::dialect::parse(text.as_bytes()) {
+        Ok(parsed) => parsed.value,
+        Err(_) => Value::String(text),
+    }
 }
 
 fn load_errors(code: &str, errs: jaq_core::load::Errors<&str, ()>) -> String {

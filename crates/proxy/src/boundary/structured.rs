@@ -57,10 +57,8 @@ pub(crate) fn find_twin(sc: &Value, texts: &[String]) -> Twin {
     }
     if matches!(sc, Value::Object(_) | Value::Array(_)) {
         for (item, t) in texts.iter().enumerate() {
-            let trimmed = t.trim_start();
-            if (trimmed.starts_with('{') || trimmed.starts_with('['))
-                && serde_json::from_str::<Value>(t).is_ok_and(|v| &v == sc)
-            {
+            // Read as text items are (Python's NaN and lone surrogates included).
+            if mcp_budget_core::dialect::json_document(t).is_some_and(|v| &v == sc) {
                 return Twin::Value { item };
             }
         }
@@ -104,8 +102,8 @@ pub(crate) fn shape(
         Twin::Value { item } => Some(match fate {
             TwinFate::Whole => sc,
             TwinFate::Elided => minimal(&sc),
-            TwinFate::Paged => match serde_json::from_str::<Value>(&emitted(*item)) {
-                Ok(page) => prefix(&sc, Some(&page)),
+            TwinFate::Paged => match mcp_budget_core::dialect::parse(emitted(*item).as_bytes()) {
+                Ok(page) => prefix(&sc, Some(&page.value)),
                 Err(_) => minimal(&sc),
             },
         }),

@@ -122,7 +122,9 @@ async fn relay_line(
     shared: &Arc<Shared>,
     out: &mpsc::Sender<Vec<u8>>,
 ) {
-    let envelope = match route::parse(line) {
+    let mut masked = None;
+    let (parsed, text) = route::parse_lenient(line, &mut masked);
+    let envelope = match parsed {
         Parsed::Message(envelope) => envelope,
         Parsed::Batch => {
             log::debug(format_args!(
@@ -144,7 +146,7 @@ async fn relay_line(
         server.send(line).await;
         return;
     };
-    let raw_id = id.get().as_bytes();
+    let raw_id = route::raw_in(line, text, id);
 
     let (track, progress_token) = route::request_info(method, envelope.params);
     if let Track::Call { tool } = &track

@@ -77,7 +77,11 @@ pub(crate) async fn run<R: AsyncRead + Unpin>(
             }
             Frame::Line(line) => decide(line, &shared),
             Frame::Unterminated(line) => {
-                if matches!(route::parse(&line), Parsed::Message(_) | Parsed::Batch) {
+                let mut masked = None;
+                if matches!(
+                    route::parse_lenient(&line, &mut masked).0,
+                    Parsed::Message(_) | Parsed::Batch
+                ) {
                     decide(line, &shared)
                 } else {
                     // Cut off by the server's exit: its request gets the exit's error.
@@ -267,7 +271,8 @@ impl Routed {
 /// Routes one line: parses its envelope, settles its request in the pending table.
 fn route_line(line: &[u8], shared: &Shared) -> Routed {
     let started = Instant::now();
-    let parsed = route::parse(line);
+    let mut masked = None;
+    let (parsed, text) = route::parse_lenient(line, &mut masked);
     if line.len() > INLINE_SHAPE_BYTES {
         log::debug(format_args!(
             "envelope of a {}-byte line parsed in {:?}",
@@ -283,9 +288,13 @@ fn route_line(line: &[u8], shared: &Shared) -> Routed {
                 let result = if is_error {
                     None
                 } else {
-                    envelope.result.and_then(|r| route::span_in(line, r))
+                    envelope.result.and_then(|r| route::span_in(text, r))
                 };
-                (route::id_key(id.get().as_bytes()), result, is_error)
+                (
+                    route::id_key(route::raw_in(line, text, id)),
+                    result,
+                    is_error,
+                )
             }
             // Server requests (their own id space), notifications, anything else.
             _ => {
@@ -377,20 +386,20 @@ fn shape(
     parsed: Option<Value>,
 ) -> Vec<u8> {
     let started = Instant::now();
-    let value: Value = match parsed.map_or_else(|| serde_json::from_slice(&line[span.clone()]), Ok)
-    {
-        Ok(value) => value,
-        Err(e) => {
-            // A lone surrogate escape, nesting deeper than serde_json's 128 levels: the budget
-            // still holds (see `unparsed`).
-            log::debug(format_args!("the result is not readable as a value: {e}"));
-            let call = matches!(entry.track, Track::Call { .. });
-            match unparsed::recover(&line[span.clone()], call) {
-                Some(value) => value,
-                None => return line,
+    let (value, literals) =
+        match parsed.map_or_else(|| serde_json::from_slice(&line[span.clone()]), Ok) {
+            Ok(value) => (value, 0),
+            Err(e) => {
+                // Python's JSON (lone surrogate escapes, NaN), nesting deeper than serde_json's
+                // 128 levels: the budget still holds (see `unparsed`).
+                log::debug(format_args!("the result is not readable as a value: {e}"));
+                let call = matches!(entry.track, Track::Call { .. });
+                match unparsed::recover(&line[span.clone()], call) {
+                    Some(got) => (got.value, got.literals),
+                    None => return line,
+                }
             }
-        }
-    };
+        };
     let parsed = started.elapsed();
     let shaped = catch_unwind(AssertUnwindSafe(|| match &entry.track {
         Track::Call { tool } => shaper.shape_call_result(tool, value, upstream_ms),
@@ -409,6 +418,14 @@ fn shape(
         started.elapsed() - parsed
     ));
     spliced.unwrap_or_else(|e| {
+        if literals > 0 {
+            // What the client would accept without the proxy is never turned into an error.
+            log::warn(format_args!(
+                "shaping the answer to {} failed ({e}); its result holds NaN/Infinity literals: passed unshaped",
+                entry.method
+            ));
+            return line;
+        }
         log::warn(format_args!(
             "shaping the answer to {} failed: {e}",
             entry.method

@@ -2,8 +2,9 @@
 //!
 //! MCP's stdio transport puts one JSON-RPC message per line (the JSON itself holds no raw
 //! newline). A line is handed on without its `\n`; a `\r` before it stays, since it is JSON
-//! whitespace and byte-for-byte forwarding keeps it. Blank lines are not messages and are
-//! skipped. A line longer than the bound is never held in memory: it is read through in
+//! whitespace and byte-for-byte forwarding keeps it. A UTF-8 byte-order mark (`EF BB BF`)
+//! at the start of a line is dropped: RFC 8259 §8.1 lets a parser ignore one, and a line is
+//! read (and forwarded) as if it had none. Blank lines are not messages and are skipped. A line longer than the bound is never held in memory: it is read through in
 //! chunks, and only what [`Scanner`] finds at its top level (the id) is kept.
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
@@ -69,7 +70,11 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     /// The underlying read's I/O error.
     pub(crate) async fn next_frame(&mut self) -> std::io::Result<Frame> {
         loop {
-            let frame = self.next_raw().await?;
+            let frame = match self.next_raw().await? {
+                Frame::Line(line) => Frame::Line(without_bom(line)),
+                Frame::Unterminated(line) => Frame::Unterminated(without_bom(line)),
+                other => other,
+            };
             match frame {
                 Frame::Line(line) | Frame::Unterminated(line) if is_blank(&line) => continue,
                 other => return Ok(other),
@@ -141,6 +146,17 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 }
 
+/// The UTF-8 encoding of U+FEFF, the byte-order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// `line` without a leading byte-order mark.
+fn without_bom(mut line: Vec<u8>) -> Vec<u8> {
+    if line.starts_with(BOM) {
+        line.drain(..BOM.len());
+    }
+    line
+}
+
 fn is_blank(line: &[u8]) -> bool {
     line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
 }
@@ -207,6 +223,28 @@ mod tests {
                 "capacity {capacity}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_leading_byte_order_mark_is_dropped_from_every_line() {
+        let input =
+            b"\xEF\xBB\xBF{\"a\":1}\n\xEF\xBB\xBF\n{\"b\":\"\xEF\xBB\xBF\"}\n\xEF\xBB\xBF{\"c\":3}";
+        for capacity in [1, 2, 4, 64] {
+            let got = frames(input, 100, capacity).await;
+            assert_eq!(
+                describe(&got),
+                [
+                    "line {\"a\":1}",
+                    "line {\"b\":\"\u{feff}\"}",
+                    "last {\"c\":3}"
+                ],
+                "capacity {capacity}"
+            );
+        }
+        // An over-long line with a mark still has its id recovered.
+        let long = format!("\u{feff}{{\"id\":42,\"params\":\"{}\"}}\n", "x".repeat(100));
+        let got = frames(long.as_bytes(), 50, 8).await;
+        assert_eq!(describe(&got), [format!("long {} id=42", long.len() - 1)]);
     }
 
     #[tokio::test]

@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 
+use mcp_budget_core::dialect;
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
@@ -76,10 +77,44 @@ pub(crate) fn parse(line: &[u8]) -> Parsed<'_> {
     }
 }
 
-/// The key of an id in the [`Pending`] table.
+/// [`parse`] for the JSON Python servers write: a line that is not JSON to `serde_json` but
+/// holds `NaN`, `Infinity` or `-Infinity` literals is read from a copy in which each is masked
+/// by a number of the same length ([`dialect::mask_literals`]), kept in `masked`.
+///
+/// Returns what the line is and the bytes its envelope borrows from (the line or the copy):
+/// [`span_in`] takes those bytes, and a span in them is the same span in `line`. The line
+/// itself is never changed: the relay forwards its own bytes.
+pub(crate) fn parse_lenient<'a>(
+    line: &'a [u8],
+    masked: &'a mut Option<Vec<u8>>,
+) -> (Parsed<'a>, &'a [u8]) {
+    match parse(line) {
+        Parsed::NotJson(scan) => {
+            let mut copy = line.to_vec();
+            if dialect::mask_literals(&mut copy) == 0 {
+                return (Parsed::NotJson(scan), line);
+            }
+            let copy: &'a [u8] = masked.insert(copy);
+            (parse(copy), copy)
+        }
+        parsed => (parsed, line),
+    }
+}
+
+/// The bytes of `part` (borrowed from `text`, as [`parse_lenient`] returns it) in `line`.
+pub(crate) fn raw_in<'l>(line: &'l [u8], text: &[u8], part: &'l RawValue) -> &'l [u8] {
+    span_in(text, part)
+        .and_then(|r| line.get(r))
+        .unwrap_or(part.get().as_bytes())
+}
+
+/// The key of an id in the [`Pending`] table: ids are matched by value, not by spelling.
 ///
 /// Strings are keyed by their decoded value, so a server that re-encodes `"\u00e9"` as `"é"`
-/// still matches; numbers and `null` by their spelling.
+/// still matches; numbers by their exact decimal value ([`number_key`]), so `-0` matches `0`
+/// and `1e3` matches `1000.0` (JSON-RPC 2.0: the response's id "MUST be the same as the value
+/// of the id member in the Request Object"); `null` and anything else by its spelling. A
+/// string never matches a number (`"1"` is not `1`).
 pub(crate) fn id_key(raw: &[u8]) -> Vec<u8> {
     if raw.first() == Some(&b'"')
         && let Ok(s) = serde_json::from_slice::<String>(raw)
@@ -89,10 +124,76 @@ pub(crate) fn id_key(raw: &[u8]) -> Vec<u8> {
         key.extend_from_slice(s.as_bytes());
         return key;
     }
+    if let Some(key) = number_key(raw) {
+        return key;
+    }
     let mut key = Vec::with_capacity(raw.len() + 1);
     key.push(b'v');
     key.extend_from_slice(raw);
     key
+}
+
+/// The exact value of a JSON number spelling, in one canonical form: `n`, then `-` when it is
+/// negative and not zero, its significant digits without leading or trailing zeros, `e` and
+/// the decimal exponent of the last of them (`n0` for zero). `1e3`, `1000`, `1000.0` and
+/// `10.00e2` are all `n1e3`; `-0` and `0.0e5` are `n0`. No floating point, so ids of any
+/// length keep their exact value. `None` when `raw` is not a JSON number, or its exponent does
+/// not fit an `i64`.
+fn number_key(raw: &[u8]) -> Option<Vec<u8>> {
+    let digits = |b: &[u8]| b.iter().take_while(|d| d.is_ascii_digit()).count();
+    let (negative, rest) = match raw.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, raw),
+    };
+    let (int, mut rest) = rest.split_at(digits(rest));
+    if int.is_empty() || (int.len() > 1 && int[0] == b'0') {
+        return None;
+    }
+    let mut frac: &[u8] = &[];
+    if let Some((b'.', after)) = rest.split_first() {
+        let (f, after) = after.split_at(digits(after));
+        if f.is_empty() {
+            return None;
+        }
+        (frac, rest) = (f, after);
+    }
+    let mut exp: i64 = 0;
+    if let Some((b'e' | b'E', after)) = rest.split_first() {
+        let (negative_exp, after) = match after.split_first() {
+            Some((b'-', after)) => (true, after),
+            Some((b'+', after)) => (false, after),
+            _ => (false, after),
+        };
+        if after.is_empty() || digits(after) != after.len() {
+            return None;
+        }
+        let e: i64 = std::str::from_utf8(after).ok()?.parse().ok()?;
+        exp = if negative_exp { -e } else { e };
+        rest = &[];
+    }
+    if !rest.is_empty() {
+        return None;
+    }
+    let all: Vec<u8> = int.iter().chain(frac).copied().collect();
+    let leading = all.iter().take_while(|&&d| d == b'0').count();
+    let significant = &all[leading..];
+    if significant.is_empty() {
+        return Some(b"n0".to_vec());
+    }
+    let trailing = significant.iter().rev().take_while(|&&d| d == b'0').count();
+    let significant = &significant[..significant.len() - trailing];
+    let exp = exp
+        .checked_sub(i64::try_from(frac.len()).ok()?)?
+        .checked_add(i64::try_from(trailing).ok()?)?;
+    let mut key = Vec::with_capacity(significant.len() + 24);
+    key.push(b'n');
+    if negative {
+        key.push(b'-');
+    }
+    key.extend_from_slice(significant);
+    key.push(b'e');
+    key.extend_from_slice(exp.to_string().as_bytes());
+    Some(key)
 }
 
 /// The position of a borrowed member inside the line it was parsed from, as a byte range.
@@ -382,6 +483,73 @@ mod tests {
     fn string_ids_match_across_escapes() {
         assert_eq!(id_key(br#""\u00e9""#), id_key("\"é\"".as_bytes()));
         assert_ne!(id_key(br#""1""#), id_key(b"1"));
+    }
+
+    #[test]
+    fn numeric_ids_match_by_value() {
+        for (a, b) in [
+            ("-0", "0"),
+            ("0.0e5", "0"),
+            ("1e3", "1000.0"),
+            ("1E+3", "1000"),
+            ("10.00e2", "1000"),
+            ("-1.5", "-15e-1"),
+            (
+                "123456789012345678901234567890",
+                "1.2345678901234567890123456789e29",
+            ),
+        ] {
+            assert_eq!(id_key(a.as_bytes()), id_key(b.as_bytes()), "{a} {b}");
+        }
+        for (a, b) in [
+            ("1", "-1"),
+            ("1", "1.0000000000000000000001"),
+            (
+                "123456789012345678901234567890",
+                "123456789012345678901234567891",
+            ),
+            ("1", "\"1\""),
+            ("0", "null"),
+            ("1e3", "1e4"),
+        ] {
+            assert_ne!(id_key(a.as_bytes()), id_key(b.as_bytes()), "{a} {b}");
+        }
+        assert_eq!(number_key(b"1000.0").as_deref(), Some(&b"n1e3"[..]));
+        assert_eq!(number_key(b"-0.25").as_deref(), Some(&b"n-25e-2"[..]));
+        for not_a_number in [
+            "",
+            "-",
+            "01",
+            "1.",
+            ".5",
+            "1e",
+            "1e+",
+            "1x",
+            "NaN",
+            "1e99999999999999999999",
+        ] {
+            assert_eq!(number_key(not_a_number.as_bytes()), None, "{not_a_number}");
+        }
+    }
+
+    #[test]
+    fn lines_with_non_finite_literals_are_messages_with_their_spans() {
+        let line =
+            br#"{"jsonrpc":"2.0","id":3,"result":{"structuredContent":{"v":NaN}},"x":-Infinity}"#;
+        assert!(matches!(parse(line), Parsed::NotJson(_)));
+        let mut masked = None;
+        let (parsed, text) = parse_lenient(line, &mut masked);
+        let Parsed::Message(e) = parsed else {
+            panic!("not a message: {parsed:?}")
+        };
+        assert_eq!(e.id.map(|id| raw_in(line, text, id)), Some(&b"3"[..]));
+        let span = e.result.and_then(|r| span_in(text, r)).unwrap_or_default();
+        assert_eq!(&line[span], br#"{"structuredContent":{"v":NaN}}"#);
+        let mut masked = None;
+        assert!(matches!(
+            parse_lenient(b"{\"id\":1,oops NaN}", &mut masked).0,
+            Parsed::NotJson(_)
+        ));
     }
 
     fn track_of(method: &str, params: Option<&RawValue>) -> Track {

@@ -134,6 +134,8 @@ impl Scanner {
         match self.state {
             State::Start => match b {
                 b'{' => self.state = State::Key,
+                // A byte-order mark (EF BB BF) before the object is skipped like whitespace.
+                0xEF | 0xBB | 0xBF => {}
                 _ if is_ws(b) => {}
                 _ => self.state = State::Stopped,
             },
