@@ -421,6 +421,20 @@ mod tests {
         assert_eq!(json_document("[1,"), None);
     }
 
+    #[test]
+    fn text_items_of_python_json_are_json_documents() {
+        use crate::paginate::Document;
+        let doc = Document::from_text(r#"[{"name":"a_\udcff","v":NaN}]"#.to_owned());
+        let Document::Json(v) = &doc else {
+            panic!("paged as text: {doc:?}")
+        };
+        assert_eq!(v[0]["name"], "a_\u{fffd}");
+        assert_eq!(doc.render(9), "[{\"name\":\"a_\u{fffd}\",\"v\":NaN}]");
+        // Nesting deeper than 128 levels stays text, byte for byte.
+        let deep = format!("{}NaN{}", "[".repeat(200), "]".repeat(200));
+        assert_eq!(Document::from_text(deep.clone()), Document::Text(deep));
+    }
+
     fn arb_value() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),

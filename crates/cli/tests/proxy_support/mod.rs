@@ -118,6 +118,12 @@ impl Proxy {
         }
     }
 
+    /// The next line from the proxy's stdout, as it came (JSON of any dialect: `NaN` and
+    /// `Infinity` literals are not strict JSON), or `None` when none comes within `limit`.
+    pub fn recv_raw_within(&self, limit: Duration) -> Option<Vec<u8>> {
+        self.lines.recv_timeout(limit).ok()
+    }
+
     /// The next line from the proxy's stdout, as JSON, waiting at most `limit`.
     pub fn recv_json_within(&self, limit: Duration) -> Value {
         match self.lines.recv_timeout(limit) {

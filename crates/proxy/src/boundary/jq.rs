@@ -306,4 +306,19 @@ mod tests {
         let out = run_with_deadline(".", &json!(1), MAX_RUN_TIME, &ABANDONED_HERE).unwrap();
         assert_eq!(out, vec![json!(1)]);
     }
+
+    #[test]
+    fn python_literals_come_out_as_numbers_not_strings() {
+        let input = mcp_budget_core::dialect::parse(br#"{"a":[NaN,Infinity,-Infinity]}"#)
+            .unwrap()
+            .value;
+        let out = run(".a", &input).unwrap();
+        assert_eq!(out, vec![input["a"].clone()]);
+        assert_eq!(
+            serde_json::to_string(&out[0]).unwrap(),
+            "[NaN,Infinity,-Infinity]"
+        );
+        let out = run(".a[0]", &input).unwrap();
+        assert_eq!(serde_json::to_string(&out[0]).unwrap(), "NaN");
+    }
 }
