@@ -439,6 +439,57 @@ fn shape(
 mod tests {
     use super::*;
 
+    /// A shaper that fails on every result.
+    struct Failing;
+
+    impl Shaper for Failing {
+        fn may_answer(&self, _: &str) -> bool {
+            false
+        }
+        fn answer_injected(&self, _: &Value) -> Option<Value> {
+            None
+        }
+        fn shape_call_result(&self, _: &str, _: Value, _: u64) -> Value {
+            panic!("this shaper fails")
+        }
+        fn shape_list_result(&self, _: Value, _: bool) -> Value {
+            panic!("this shaper fails")
+        }
+    }
+
+    fn shape_with_failing_shaper(line: &[u8]) -> Vec<u8> {
+        let entry = Entry {
+            raw_id: b"3".as_slice().into(),
+            method: "tools/call".into(),
+            track: Track::Call { tool: "t".into() },
+            sent_at: Instant::now(),
+            last_heard: Instant::now(),
+            progress_token: None,
+            cancelled: false,
+        };
+        let mut masked = None;
+        let (parsed, text) = route::parse_lenient(line, &mut masked);
+        let Parsed::Message(envelope) = parsed else {
+            panic!("a message: {}", String::from_utf8_lossy(line));
+        };
+        let span = envelope
+            .result
+            .and_then(|r| route::span_in(text, r))
+            .unwrap_or_default();
+        shape(&Failing, &entry, line.to_vec(), span, 0, None)
+    }
+
+    #[test]
+    fn a_result_with_literals_that_cannot_be_shaped_passes_unshaped_never_as_an_error() {
+        let line = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"ok"}],"structuredContent":{"v":NaN}}}"#;
+        assert_eq!(shape_with_failing_shaper(line), line.to_vec());
+        // Strict JSON the shaper fails on is still the internal error it always was.
+        let strict = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#;
+        let answer = shape_with_failing_shaper(strict);
+        let v: Value = serde_json::from_slice(&answer).unwrap_or_default();
+        assert_eq!(v["error"]["code"], reply::INTERNAL_ERROR, "{v}");
+    }
+
     #[test]
     fn the_guessed_result_parses_to_the_envelope_span() {
         let line = br#"{"jsonrpc":"2.0","id":7,"result" :  {"content":[{"type":"text","text":"a,b"}]},"x":1}"#;

@@ -16,6 +16,13 @@
 //! progress, cancellations among themselves); a shaped result may be overtaken by the lines
 //! behind it.
 //!
+//! JSON is read as Python servers write it ([`mcp_budget_core::dialect`]): a line with `NaN`,
+//! `Infinity` or `-Infinity` literals or lone surrogate escapes is a message like any other
+//! (forwarded byte for byte unless shaped), and a UTF-8 byte-order mark at the start of a line
+//! is dropped. The answer to a request is found by the value of its id, not its spelling
+//! (`-0` = `0`, `1e3` = `1000.0`; see `route::id_key`), and is forwarded with the server's
+//! spelling.
+//!
 //! Faults never stop the relay: a line that is not JSON, or longer than
 //! [`RelayOptions::max_line_bytes`], is dropped, logged to stderr and answered with a JSON-RPC
 //! error when it was a request whose id can be recovered (-32700 parse error, -32600 invalid
@@ -29,7 +36,9 @@
 //!
 //! Not shaped: JSON-RPC batches (arrays, protocol 2025-03-26 only) pass through untouched,
 //! results included. A `tools/call` result that serde_json cannot read is shaped anyway (lone
-//! surrogate escapes replaced by U+FFFD; nesting deeper than 128 levels paged as JSON text).
+//! surrogate escapes replaced by U+FFFD, `NaN`/`Infinity` kept as they came; nesting deeper
+//! than 128 levels paged as JSON text); one whose literals the shaper cannot carry passes
+//! unshaped with a line on stderr, never as an error.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), mcp_budget_proxy::relay::RelayError> {

@@ -8,7 +8,8 @@
 //! Two id spaces share the pipe: the client's requests (answered by the server) and the
 //! server's own requests (`roots/list`, `sampling/createMessage`, `elicitation/create`,
 //! answered by the client). Only the first kind enters the [`Pending`] table, so a server's
-//! request and a client's request with the same id never meet.
+//! request and a client's request with the same id never meet. Answers are matched to requests
+//! by the value of the id ([`id_key`]), not by its spelling.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
