@@ -117,6 +117,11 @@ pub fn parse(text: &[u8]) -> Result<Parsed, serde_json::Error> {
         }
         Err(e) => e,
     };
+    if !repairable_at(text, &strict) {
+        // The first fault is not one a repair removes: do not scan the whole text for nothing
+        // (a 12 MB log that starts with `[INFO]` fails at its second byte).
+        return Err(strict);
+    }
     let literals = find_literals(text);
     let mut repaired = text.to_vec();
     let surrogates = replace_lone_surrogates(&mut repaired);
@@ -149,6 +154,33 @@ pub fn parse(text: &[u8]) -> Result<Parsed, serde_json::Error> {
         surrogates,
         literals: literals.len(),
     })
+}
+
+/// Whether the strict parse's error `e` (at a line and byte column of `text`) lies near a
+/// non-finite literal or a `\u` escape: the only faults [`parse`] repairs. Were the
+/// first fault another, the repaired text would fail there too.
+fn repairable_at(text: &[u8], e: &serde_json::Error) -> bool {
+    /// How far from the reported position the fault may sit, in bytes (serde_json reports a
+    /// lone surrogate after reading the escape and the one after it).
+    const SLACK: usize = 16;
+    let line_start = match e.line() {
+        0 | 1 => 0,
+        line => match text
+            .iter()
+            .enumerate()
+            .filter(|&(_, &b)| b == b'\n')
+            .nth(line - 2)
+        {
+            Some((i, _)) => i + 1,
+            None => return true,
+        },
+    };
+    let at = line_start.saturating_add(e.column());
+    let window = at.saturating_sub(SLACK)..at.saturating_add(SLACK).min(text.len());
+    window.clone().any(|i| Literal::at(text, i).is_some())
+        || text
+            .get(window)
+            .is_some_and(|w| w.windows(2).any(|pair| pair == b"\\u"))
 }
 
 /// The value of a text that looks like a JSON document (its first non-blank character is `{`
@@ -399,6 +431,26 @@ mod tests {
     }
 
     #[test]
+    fn faults_no_repair_removes_are_told_at_once() {
+        let fault = |t: &str| serde_json::from_str::<Value>(t).err();
+        let log = format!("[INFO] server started on :8080\n{}", "[NaN] x\n".repeat(10));
+        assert!(fault(&log).is_some_and(|e| !repairable_at(log.as_bytes(), &e)));
+        assert!(parse(log.as_bytes()).is_err());
+        // A literal or an escape on a later line of a pretty text is found where it is.
+        let pretty = format!("[\n{}  NaN\n]", "  1,\n".repeat(50));
+        assert!(fault(&pretty).is_some_and(|e| repairable_at(pretty.as_bytes(), &e)));
+        assert_eq!(parse(pretty.as_bytes()).map(|p| p.literals).ok(), Some(1));
+        let escaped = format!(
+            "[\n{}  \"x\\udcff\"\n]",
+            "  \"aaaaaaaaaaaaaaaaaaaaaaaa\",\n".repeat(50)
+        );
+        assert_eq!(
+            parse(escaped.as_bytes()).map(|p| p.surrogates).ok(),
+            Some(1)
+        );
+    }
+
+    #[test]
     fn masking_keeps_lengths_and_makes_strict_json() {
         let text = br#"{"id":3,"result":{"a":NaN,"b":[Infinity,-Infinity],"s":"NaN"}}"#;
         let mut masked = text.to_vec();
@@ -443,20 +495,34 @@ mod tests {
             "-?[0-9]{1,3}\\.[0-9]{1,4}(e-?[0-9]{1,2})?"
                 .prop_map(|s| { serde_json::from_str::<Value>(&s).unwrap_or(Value::Null) }),
             prop::sample::select(Literal::ALL.to_vec()).prop_map(|l| Value::Number(l.number())),
-            "[a-zA-Z \"\\\\-]{0,8}(NaN|Infinity)?".prop_map(Value::from),
+            "[a-zA-Z \"\\\\§-]{0,8}(NaN|Infinity)?".prop_map(Value::from),
         ];
         leaf.prop_recursive(4, 40, 5, |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..5).prop_map(Value::from),
-                prop::collection::vec(("[a-zN\\\\\"]{0,5}", inner), 0..5)
+                prop::collection::vec(("[a-zN\\\\\"§]{0,5}", inner), 0..5)
                     .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })
     }
 
+    /// `v` with every `§` of its strings and keys replaced by U+FFFD.
+    fn replaced(v: &Value) -> Value {
+        let fix = |s: &str| s.replace('§', "\u{fffd}");
+        match v {
+            Value::String(s) => Value::String(fix(s)),
+            Value::Array(items) => Value::Array(items.iter().map(replaced).collect()),
+            Value::Object(m) => {
+                Value::Object(m.iter().map(|(k, v)| (fix(k), replaced(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+
     proptest! {
-        /// Any value with literals, written by serde_json (as Python would write it), reads
-        /// back as the same value; masking it gives strict JSON of the same length.
+        /// Any value with literals, written by serde_json (as Python would write it, each `§`
+        /// as a lone surrogate escape), reads back as the same value (each `§` U+FFFD);
+        /// repaired and masked in place, it is strict JSON of the same length.
         #[test]
         fn written_values_read_back(v in arb_value(), pretty in any::<bool>()) {
             let text = if pretty {
@@ -464,9 +530,14 @@ mod tests {
             } else {
                 serde_json::to_string(&v)
             }.unwrap_or_default();
+            let lone = text.matches('§').count();
+            let text = text.replace('§', "\\udcff");
             let parsed = parse(text.as_bytes());
-            prop_assert_eq!(parsed.as_ref().map(|p| &p.value).ok(), Some(&v), "{}", text);
+            let expected = replaced(&v);
+            prop_assert_eq!(parsed.as_ref().map(|p| &p.value).ok(), Some(&expected), "{}", text);
+            prop_assert_eq!(parsed.as_ref().map(|p| p.surrogates).ok(), Some(lone));
             let mut masked = text.clone().into_bytes();
+            replace_lone_surrogates(&mut masked);
             mask_literals(&mut masked);
             prop_assert_eq!(masked.len(), text.len());
             prop_assert!(serde_json::from_slice::<Value>(&masked).is_ok());
