@@ -55,6 +55,7 @@ fn expired_cursors_say_expired() {
         max_tokens: Some(300),
         store_ttl: Duration::from_millis(20),
         blob_dir: Some(dir.path().to_path_buf()),
+        jq_worker: jq_worker(),
         ..Settings::default()
     })
     .unwrap();
