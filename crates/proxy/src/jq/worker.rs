@@ -4,7 +4,7 @@
 //! program whose `main` calls [`main`]) with an empty environment, and the worker bounds
 //! itself before it reads anything: address space (`--memory-bytes`, RLIMIT_AS), CPU time
 //! (`--cpu-secs`, RLIMIT_CPU), no file opened or written (RLIMIT_NOFILE 3, RLIMIT_FSIZE 0), no
-//! core dump. The filter runs on a thread with a big stack (a quarter of the memory bound, at
+//! core dump; it lowers its own priority (nice +10). The filter runs on a thread with a big stack (a quarter of the memory bound, at
 //! most 256 MiB), so deep recursion ends in a clean failure or, at worst, in this process
 //! dying alone.
 //!
@@ -233,6 +233,8 @@ fn limit_self(args: WorkerArgs) -> std::io::Result<()> {
         )?;
     }
     setrlimit(Resource::Core, hard(0))?;
+    // A runaway query yields the CPU to the proxy, which keeps serving other requests.
+    let _ = rustix::process::nice(10);
     setrlimit(Resource::Fsize, hard(0))?;
     // stdin, stdout and stderr stay usable; no other file can be opened.
     setrlimit(Resource::Nofile, hard(3))?;
