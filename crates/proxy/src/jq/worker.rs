@@ -4,9 +4,9 @@
 //! program whose `main` calls [`main`]) with an empty environment, and the worker bounds
 //! itself before it reads anything: address space (`--memory-bytes`, RLIMIT_AS), CPU time
 //! (`--cpu-secs`, RLIMIT_CPU), no file opened or written (RLIMIT_NOFILE 3, RLIMIT_FSIZE 0), no
-//! core dump; it lowers its own priority (nice +10). The filter runs on a thread with a big stack (a quarter of the memory bound, at
-//! most 256 MiB), so deep recursion ends in a clean failure or, at worst, in this process
-//! dying alone.
+//! core dump; it lowers its own priority (nice +10). The filter runs on a thread with a big
+//! stack (a quarter of the memory bound, at most 256 MiB), so deep recursion ends in a clean
+//! failure or, at worst, in this process dying alone.
 //!
 //! # Wire format (version 1)
 //!
