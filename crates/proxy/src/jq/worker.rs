@@ -4,9 +4,9 @@
 //! program whose `main` calls [`main`]) with an empty environment, and the worker bounds
 //! itself before it reads anything: address space (`--memory-bytes`, RLIMIT_AS), CPU time
 //! (`--cpu-secs`, RLIMIT_CPU), no file opened or written (RLIMIT_NOFILE 3, RLIMIT_FSIZE 0), no
-//! core dump; it lowers its own priority (nice +10). The filter runs on a thread with a big
-//! stack (a quarter of the memory bound, at most 256 MiB), so deep recursion ends in a clean
-//! failure or, at worst, in this process dying alone.
+//! core dump; it lowers its own priority (nice +10) and, on Linux, dies with its parent. The
+//! filter runs on a thread with a big stack (a quarter of the memory bound, at most 256 MiB),
+//! so deep recursion ends in a clean failure or, at worst, in this process dying alone.
 //!
 //! # Wire format (version 1)
 //!
@@ -233,6 +233,9 @@ fn limit_self(args: WorkerArgs) -> std::io::Result<()> {
         )?;
     }
     setrlimit(Resource::Core, hard(0))?;
+    // Gone with the proxy's thread that started it (that thread waits for it all along).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // A runaway query yields the CPU to the proxy, which keeps serving other requests.
     let _ = rustix::process::nice(10);
     setrlimit(Resource::Fsize, hard(0))?;
