@@ -349,3 +349,49 @@ fn query_failed_results_fit_the_budget() {
     assert!(visible_tokens(&answer["result"]) <= 256, "{answer}");
     assert_eq!(last_json(&answer["result"])["error"], "cursor_invalid");
 }
+
+/// The worker is the running binary even after its file is gone (an upgrade during a
+/// session): `query_response` keeps working.
+#[cfg(target_os = "linux")]
+#[test]
+fn query_response_works_after_the_binary_is_removed() {
+    let dir = tempfile_dir();
+    let copy = dir.join("mcp-budget");
+    std::fs::copy(BIN, &copy).expect("copy the binary");
+    // A process forked by another test thread while the copy was open for writing holds it
+    // until it execs; give it that time (else: "text file busy").
+    std::thread::sleep(Duration::from_millis(200));
+    let mut p = Proxy::spawn(Command::new(&copy).arg("proxy").args([
+        "--max-tokens",
+        "500",
+        "--",
+        BIN,
+        "fixture-server",
+    ]));
+    let (rid, _) = cached_tree(&mut p, 1);
+    std::fs::remove_file(&copy).expect("remove the copy");
+    p.send(&call(
+        json!(2),
+        "query_response",
+        json!({"response_id": rid, "query": ".[0].name"}),
+    ));
+    let answer = p.recv_json();
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "pkg_0_00_00001",
+        "{answer}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A fresh directory under the system temp dir.
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "mcp-budget-jq-test-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}

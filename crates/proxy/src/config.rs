@@ -75,10 +75,17 @@ impl WorkerCommand {
         }
     }
 
-    /// This running program with the hidden subcommand `jq-worker` (the `mcp-budget` binary);
-    /// `mcp-budget` from `PATH` when the running program's path is unknown.
+    /// This running program with the hidden subcommand `jq-worker` (the `mcp-budget` binary).
+    /// On Linux the program is `/proc/self/exe`, which names the running binary even after
+    /// its file was replaced or removed (an upgrade during a session); elsewhere
+    /// [`std::env::current_exe`], or `mcp-budget` from `PATH` when that is unknown.
     pub fn current_exe() -> WorkerCommand {
-        let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mcp-budget"));
+        let proc_self = Path::new("/proc/self/exe");
+        let program = if cfg!(target_os = "linux") && proc_self.exists() {
+            proc_self.to_path_buf()
+        } else {
+            std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mcp-budget"))
+        };
         WorkerCommand::new(program, ["jq-worker"])
     }
 }
