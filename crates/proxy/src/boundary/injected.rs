@@ -164,8 +164,8 @@ fn fit_message(
         ))
     };
     let fits = |text: &str| b.encoding.count(text) <= budget;
-    // No token is shorter than a char, and few are longer than 8: a prefix of `8 × budget`
-    // chars is past what fits, for any text worth reading.
+    // Few tokens hold more than 8 chars, so a prefix of `8 × budget` chars is past what fits
+    // for any message worth reading (and a cut shorter than the most that fits still fits).
     let (mut lo, mut hi) = (0usize, chars.min(budget.saturating_mul(8)));
     let mut best = cut(0);
     if !fits(&best) {
