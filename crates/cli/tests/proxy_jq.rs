@@ -154,6 +154,12 @@ fn hostile_queries_answer_and_the_proxy_lives_on() {
         ("input", "input is not available"),
         ("include \"x\"; .", "module loading not supported"),
         ("def f: f; f", "too long"),
+    ] {
+        assert!(messages[q].contains(word), "{q}: {}", messages[q]);
+    }
+    // These take ~0.5 s in a debug build: on a very loaded machine they may meet the 2 s
+    // deadline first (boundary_injected.rs checks the reasons with a long deadline).
+    for (q, word) in [
         (
             "reduce range(40) as $i (\"x\"; . + .) | length",
             "out of memory",
@@ -163,7 +169,8 @@ fn hostile_queries_answer_and_the_proxy_lives_on() {
             "stack overflow",
         ),
     ] {
-        assert!(messages[q].contains(word), "{q}: {}", messages[q]);
+        let m = &messages[q];
+        assert!(m.contains(word) || m.contains("too long"), "{q}: {m}");
     }
     // Well-behaved queries still work.
     p.send(&call(

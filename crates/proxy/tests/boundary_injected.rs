@@ -290,15 +290,18 @@ fn a_wrong_jq_worker_program_is_query_failed() {
 #[test]
 fn the_worker_is_stopped_at_the_deadline_and_its_death_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let b = Boundary::new(Settings {
-        max_tokens: Some(300),
-        blob_dir: Some(dir.path().to_path_buf()),
-        jq_worker: jq_worker(),
-        jq_deadline: Duration::from_millis(300),
-        jq_memory_mib: Some(128),
-        ..Settings::default()
-    })
-    .unwrap();
+    let with = |deadline: Duration| {
+        Boundary::new(Settings {
+            max_tokens: Some(300),
+            blob_dir: Some(dir.path().to_path_buf()),
+            jq_worker: jq_worker(),
+            jq_deadline: deadline,
+            jq_memory_mib: Some(128),
+            ..Settings::default()
+        })
+        .unwrap()
+    };
+    let b = with(Duration::from_millis(300));
     let m = paged(&b);
     let id = m["response_id"].as_str().unwrap();
     let started = std::time::Instant::now();
@@ -309,18 +312,26 @@ fn the_worker_is_stopped_at_the_deadline_and_its_death_is_named() {
         message.contains("too long") && message.contains("0.3 s"),
         "{e}"
     );
+    // The same cached response (same id) under a boundary with a longer deadline.
+    let b = with(Duration::from_secs(20));
+    let id = paged(&b)["response_id"].as_str().unwrap().to_owned();
+    let deep = "(\"[\" * 1000000) + (\"]\" * 1000000) | fromjson";
+    let e = error_of(&b.answer_injected(&query(&id, deep)).unwrap());
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("stack overflow"), "{e}");
     let e = error_of(
         &b.answer_injected(&query(
-            id,
-            "(\"[\" * 1000000) + (\"]\" * 1000000) | fromjson",
+            &id,
+            "reduce range(40) as $i (\"x\"; . + .) | length",
         ))
         .unwrap(),
     );
+    let message = e["message"].as_str().unwrap();
     assert!(
-        e["message"].as_str().unwrap().contains("stack overflow"),
+        message.contains("out of memory") && message.contains("128 MiB"),
         "{e}"
     );
     // And the next query is served as ever.
-    let out = b.answer_injected(&query(id, "length")).unwrap();
+    let out = b.answer_injected(&query(&id, "length")).unwrap();
     assert!(out.get("isError").is_none(), "{out}");
 }
