@@ -31,16 +31,27 @@ enum Command {
     /// The deterministic fixture MCP server used by tests and the demo (stdio).
     #[command(hide = true)]
     FixtureServer(demo::FixtureArgs),
+    /// The proxy's jq worker: runs one query_response filter (stdin to stdout) and exits.
+    #[command(hide = true)]
+    JqWorker {
+        /// The worker's own flags (`--memory-bytes N --cpu-secs N`), read by the worker.
+        #[arg(num_args = 0.., trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::JqWorker { args } = cli.command {
+        return mcp_budget_proxy::jq::worker::main(args);
+    }
     let result = match cli.command {
         Command::Proxy(args) => proxy::run(args),
         Command::Measure(args) => measure::run(args),
         Command::Shape(args) => shape::run(args),
         Command::Demo(args) => demo::run(args),
         Command::FixtureServer(args) => demo::run_fixture(args),
+        Command::JqWorker { .. } => Ok(ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -59,6 +59,19 @@ pub(crate) struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 600)]
     request_timeout: u64,
 
+    /// query_response: most jq worker processes alive at once; more queries wait (up to the
+    /// query deadline) or are refused [default: 2]
+    #[arg(long, value_name = "N", env = "MCP_BUDGET_JQ_WORKERS")]
+    jq_workers: Option<usize>,
+
+    /// query_response: memory bound of one jq worker process, in MiB [default: 1024]
+    #[arg(long, value_name = "MIB", env = "MCP_BUDGET_JQ_MEMORY_MIB")]
+    jq_memory_mib: Option<u64>,
+
+    /// query_response: milliseconds a jq query may run before its worker is killed
+    #[arg(long, value_name = "MS", default_value_t = 10_000, hide = true)]
+    jq_timeout_ms: u64,
+
     /// Milliseconds the server gets to exit after the client closed stdin, before it is killed
     #[arg(long, value_name = "MS", default_value_t = 5000, hide = true)]
     shutdown_grace_ms: u64,
@@ -92,6 +105,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         config_path: args.config,
         log_path: args.log,
         banner: args.banner,
+        jq_workers: args.jq_workers,
+        jq_memory_mib: args.jq_memory_mib,
+        jq_deadline: Duration::from_millis(args.jq_timeout_ms.max(1)),
         ..Settings::default()
     };
     let boundary = Arc::new(Boundary::new(settings)?);

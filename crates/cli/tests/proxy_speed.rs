@@ -158,3 +158,70 @@ fn proxy_speed_against_direct() {
     assert!(small_ratio < 3.0, "small round trip ratio {small_ratio:.2}");
     assert!(big_ratio < 3.0, "big result ratio {big_ratio:.2}");
 }
+
+/// A `query_response` on a ~10 MB cached result (issue 9: jq in a worker process must keep
+/// well-behaved queries within 1.5× their in-process time). Run with
+/// `MCP_BUDGET_SPEED_BASELINE=<an mcp-budget built before the change>` to get the ratio.
+#[test]
+#[ignore = "speed measurement: run with --release -- --ignored --nocapture"]
+fn query_response_on_a_10_mb_result() {
+    let mut direct = Proxy::spawn(std::process::Command::new(BIN).arg("fixture-server"));
+    handshake(&mut direct);
+    let (_, size) = timed_call(
+        &mut direct,
+        1,
+        "directory_tree",
+        &json!({"entries": 37_000}),
+    );
+    println!("the result: {:.1} MB", size as f64 / 1e6);
+    let mut paths = vec![Proxy::start(&[], &[BIN, "fixture-server"])];
+    paths.extend(baseline_proxy());
+    let mut ids = Vec::new();
+    for (k, p) in paths.iter_mut().enumerate() {
+        handshake(p);
+        let line = json!({"jsonrpc":"2.0","id":k,"method":"tools/call",
+            "params":{"name":"directory_tree","arguments":{"entries": 37_000}}})
+        .to_string();
+        p.send(&line);
+        let reply: Value = serde_json::from_slice(&p.recv()).unwrap_or_default();
+        let content = reply["result"]["content"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let meta: Value = content
+            .last()
+            .and_then(|i| i["text"].as_str())
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_default();
+        println!(
+            "path {k}: cached response of {} tokens",
+            meta["total_tokens"]
+        );
+        ids.push(meta["response_id"].as_str().expect("paged").to_owned());
+    }
+    let query = "[.. | objects | select(.type == \"file\") | .name] | length";
+    let n = paths.len();
+    let mut times = vec![Vec::new(); n];
+    for i in 0..7u64 {
+        for k in 0..n {
+            let p = (k + i as usize) % n;
+            let args = json!({"response_id": ids[p], "query": query});
+            let (t, _) = timed_call(&mut paths[p], 100 + i, "query_response", &args);
+            if i > 0 {
+                times[p].push(t);
+            }
+        }
+    }
+    let m: Vec<Duration> = times.into_iter().map(median).collect();
+    println!(
+        "query_response on ~10 MB: this proxy {:.1} ms",
+        m[0].as_secs_f64() * 1e3
+    );
+    if n > 1 {
+        println!(
+            "  baseline {:.1} ms; this proxy / baseline {:.2}",
+            m[1].as_secs_f64() * 1e3,
+            m[0].as_secs_f64() / m[1].as_secs_f64()
+        );
+    }
+}

@@ -23,6 +23,8 @@
 //! max_tokens = 8000        # tokens (clamped up to 256)
 //! precision = 6            # significant digits of floats, 0 = exact
 //! overflow = "page"        # "page" (page 1 + meta) or "summary" (elision envelope first)
+//! jq_workers = 2           # query_response: most jq worker processes alive at once
+//! jq_memory_mib = 1024     # query_response: memory bound of one jq worker, MiB
 //!
 //! [tools.directory_tree]
 //! max_tokens = 4000
@@ -34,6 +36,7 @@
 //! Unknown keys are errors (a typo must not silently do nothing).
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -49,6 +52,43 @@ pub const DEFAULT_STORE_TTL: Duration = Duration::from_secs(3600);
 /// The built-in blob threshold: base64 payloads and `data:` URIs that decode to more than
 /// 1024 bytes are written to a file ([`mcp_budget_core::blob::DEFAULT_BLOB_THRESHOLD_BYTES`]).
 pub const DEFAULT_BLOB_THRESHOLD: usize = mcp_budget_core::blob::DEFAULT_BLOB_THRESHOLD_BYTES;
+
+/// The command that starts a jq worker process (see [`crate::jq::worker`]): the program and
+/// its first arguments; the worker's own flags are appended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerCommand {
+    /// The program.
+    pub program: PathBuf,
+    /// Arguments before the worker's own flags (e.g. the `jq-worker` subcommand).
+    pub args: Vec<OsString>,
+}
+
+impl WorkerCommand {
+    /// `program` with `args`.
+    pub fn new(
+        program: impl Into<PathBuf>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+    ) -> WorkerCommand {
+        WorkerCommand {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// This running program with the hidden subcommand `jq-worker` (the `mcp-budget` binary).
+    /// On Linux the program is `/proc/self/exe`, which names the running binary even after
+    /// its file was replaced or removed (an upgrade during a session); elsewhere
+    /// [`std::env::current_exe`], or `mcp-budget` from `PATH` when that is unknown.
+    pub fn current_exe() -> WorkerCommand {
+        let proc_self = Path::new("/proc/self/exe");
+        let program = if cfg!(target_os = "linux") && proc_self.exists() {
+            proc_self.to_path_buf()
+        } else {
+            std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mcp-budget"))
+        };
+        WorkerCommand::new(program, ["jq-worker"])
+    }
+}
 
 /// What an over-budget result turns into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -71,6 +111,10 @@ pub struct FileDefaults {
     pub precision: Option<u32>,
     /// Overflow mode.
     pub overflow: Option<Overflow>,
+    /// Most jq worker processes alive at once (`query_response`).
+    pub jq_workers: Option<usize>,
+    /// Memory bound of one jq worker process, in MiB.
+    pub jq_memory_mib: Option<u64>,
 }
 
 /// `[tools.<name>]` of the TOML file: a rule for one upstream tool (matched by exact name).
@@ -190,6 +234,19 @@ pub struct Settings {
     pub blob_dir: Option<PathBuf>,
     /// The parsed config file, once loaded (or set directly, e.g. by tests).
     pub file: Option<ConfigFile>,
+    /// The program that runs `query_response` filters. Default
+    /// [`WorkerCommand::current_exe`].
+    pub jq_worker: WorkerCommand,
+    /// `--jq-workers` / `MCP_BUDGET_JQ_WORKERS`: most jq worker processes alive at once.
+    /// `None` when not given (then `[defaults] jq_workers`, then
+    /// [`crate::jq::DEFAULT_WORKERS`], 2).
+    pub jq_workers: Option<usize>,
+    /// `--jq-memory-mib` / `MCP_BUDGET_JQ_MEMORY_MIB`: address-space bound of one jq worker,
+    /// in MiB. `None` when not given (then `[defaults] jq_memory_mib`, then 1024).
+    pub jq_memory_mib: Option<u64>,
+    /// Deadline of one jq run (the worker is killed then). Default
+    /// [`crate::jq::DEFAULT_DEADLINE`] (10 s).
+    pub jq_deadline: Duration,
 }
 
 impl Default for Settings {
@@ -206,6 +263,10 @@ impl Default for Settings {
             blob_threshold: DEFAULT_BLOB_THRESHOLD,
             blob_dir: None,
             file: None,
+            jq_worker: WorkerCommand::current_exe(),
+            jq_workers: None,
+            jq_memory_mib: None,
+            jq_deadline: crate::jq::DEFAULT_DEADLINE,
         }
     }
 }
@@ -290,6 +351,28 @@ impl Settings {
         }
     }
 
+    /// The limits of `query_response` filter runs: flag or environment, then `[defaults]`,
+    /// then the built-in defaults (2 workers, 1024 MiB, 10 s). At least 1 worker and 16 MiB.
+    pub fn jq_limits(&self) -> crate::jq::JqLimits {
+        let defaults = self.file.as_ref().map(|f| &f.defaults);
+        let workers = self
+            .jq_workers
+            .or(defaults.and_then(|d| d.jq_workers))
+            .unwrap_or(crate::jq::DEFAULT_WORKERS)
+            .max(1);
+        let memory_bytes = self
+            .jq_memory_mib
+            .or(defaults.and_then(|d| d.jq_memory_mib))
+            .map_or(crate::jq::DEFAULT_MEMORY_BYTES, |mib| {
+                mib.max(16).saturating_mul(1024 * 1024)
+            });
+        crate::jq::JqLimits {
+            workers,
+            memory_bytes,
+            deadline: self.jq_deadline,
+        }
+    }
+
     /// The directory offloaded blobs go to.
     pub fn blob_dir(&self) -> PathBuf {
         self.blob_dir
@@ -359,6 +442,24 @@ overflow = "page"
             s.rule_for("x").max_tokens,
             mcp_budget_core::MIN_BUDGET_TOKENS
         );
+    }
+
+    #[test]
+    fn jq_limits_flag_beats_file_defaults_beats_built_in() {
+        let file = "[defaults]\njq_workers = 3\njq_memory_mib = 64\n";
+        let s = with(file, None, None);
+        assert_eq!(s.jq_limits().workers, 3);
+        assert_eq!(s.jq_limits().memory_bytes, 64 << 20);
+        let s = Settings {
+            jq_workers: Some(1),
+            jq_memory_mib: Some(1),
+            ..with(file, None, None)
+        };
+        assert_eq!(s.jq_limits().workers, 1);
+        assert_eq!(s.jq_limits().memory_bytes, 16 << 20, "clamped up to 16 MiB");
+        let bare = Settings::default().jq_limits();
+        assert_eq!(bare, crate::jq::JqLimits::default());
+        assert_eq!(bare.workers, 2);
     }
 
     #[test]

@@ -4,5 +4,6 @@
 
 pub mod boundary;
 pub mod config;
+pub mod jq;
 pub mod relay;
 pub mod telemetry;

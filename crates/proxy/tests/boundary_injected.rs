@@ -55,6 +55,7 @@ fn expired_cursors_say_expired() {
         max_tokens: Some(300),
         store_ttl: Duration::from_millis(20),
         blob_dir: Some(dir.path().to_path_buf()),
+        jq_worker: jq_worker(),
         ..Settings::default()
     })
     .unwrap();
@@ -249,4 +250,88 @@ fn the_same_response_again_keeps_earlier_cursors_valid() {
     assert_eq!(m1, m2, "same response, same id and page 1");
     let p3 = b.answer_injected(&read_more(&c3)).unwrap();
     assert!(p3.get("isError").is_none(), "{p3}");
+}
+
+/// A worker program that cannot start, or is not a jq worker, gives `query_failed` saying so
+/// (never a hang, never a wrong result); the in-process `transform` is unaffected.
+#[test]
+fn a_wrong_jq_worker_program_is_query_failed() {
+    use mcp_budget_proxy::config::WorkerCommand;
+    for (worker, word) in [
+        (
+            WorkerCommand::new("/nonexistent/mcp-budget", ["jq-worker"]),
+            "cannot start",
+        ),
+        (
+            WorkerCommand::new("/bin/sh", ["-c", "echo '\"o1\"'; cat >/dev/null"]),
+            "did not answer",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Boundary::new(Settings {
+            max_tokens: Some(300),
+            blob_dir: Some(dir.path().to_path_buf()),
+            jq_worker: worker,
+            ..Settings::default()
+        })
+        .unwrap();
+        let m = paged(&b);
+        let out = b
+            .answer_injected(&query(m["response_id"].as_str().unwrap(), "length"))
+            .unwrap();
+        let e = error_of(&out);
+        assert_eq!(e["error"], "query_failed", "{e}");
+        assert!(e["message"].as_str().unwrap().contains(word), "{e}");
+    }
+}
+
+/// Limits from the settings: a deadline of 300 ms stops a runaway, and a worker that dies of
+/// a stack overflow is named as such.
+#[test]
+fn the_worker_is_stopped_at_the_deadline_and_its_death_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = |deadline: Duration| {
+        Boundary::new(Settings {
+            max_tokens: Some(300),
+            blob_dir: Some(dir.path().to_path_buf()),
+            jq_worker: jq_worker(),
+            jq_deadline: deadline,
+            jq_memory_mib: Some(128),
+            ..Settings::default()
+        })
+        .unwrap()
+    };
+    let b = with(Duration::from_millis(300));
+    let m = paged(&b);
+    let id = m["response_id"].as_str().unwrap();
+    let started = std::time::Instant::now();
+    let e = error_of(&b.answer_injected(&query(id, "def f: f; f")).unwrap());
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("too long") && message.contains("0.3 s"),
+        "{e}"
+    );
+    // The same cached response (same id) under a boundary with a longer deadline.
+    let b = with(Duration::from_secs(20));
+    let id = paged(&b)["response_id"].as_str().unwrap().to_owned();
+    let deep = "(\"[\" * 1000000) + (\"]\" * 1000000) | fromjson";
+    let e = error_of(&b.answer_injected(&query(&id, deep)).unwrap());
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("stack overflow"), "{e}");
+    let e = error_of(
+        &b.answer_injected(&query(
+            &id,
+            "reduce range(40) as $i (\"x\"; . + .) | length",
+        ))
+        .unwrap(),
+    );
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("out of memory") && message.contains("128 MiB"),
+        "{e}"
+    );
+    // And the next query is served as ever.
+    let out = b.answer_injected(&query(&id, "length")).unwrap();
+    assert!(out.get("isError").is_none(), "{out}");
 }

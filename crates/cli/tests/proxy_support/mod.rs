@@ -140,6 +140,17 @@ impl Proxy {
         }
     }
 
+    /// The next line from the proxy's stdout, as JSON, or `None` when none came within `limit`.
+    pub fn try_recv_json(&self, limit: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(limit).ok()?;
+        Some(serde_json::from_slice(&line).unwrap_or_else(|e| {
+            panic!(
+                "stdout carried a line that is not JSON ({e}): {}",
+                String::from_utf8_lossy(&line)
+            )
+        }))
+    }
+
     pub fn recv_json(&self) -> Value {
         serde_json::from_slice(&self.recv()).expect("JSON")
     }

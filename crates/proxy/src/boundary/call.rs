@@ -300,7 +300,7 @@ fn blob_payloads(item: &Value) -> Vec<&str> {
 /// Runs a tool's `transform` on `v` in place: one output replaces it, several become an
 /// array, none becomes `null`. A runtime error leaves `v` as it was (reported on stderr).
 fn transform(tool: &str, code: &str, v: &mut Value) {
-    match super::jq::run(code, v) {
+    match crate::jq::run_local(code, v, crate::jq::DEFAULT_DEADLINE) {
         Ok(mut outs) => {
             *v = match outs.len() {
                 0 => Value::Null,

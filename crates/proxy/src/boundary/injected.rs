@@ -10,8 +10,11 @@
 //!
 //! `max_tokens` is clamped between [`mcp_budget_core::MIN_BUDGET_TOKENS`] and the budget the
 //! response was shaped with. Bad, unknown or expired cursors and ids give an `isError` result
-//! `{"error":"cursor_invalid","reason":…,"hint":…}`; a failing jq filter gives an `isError`
-//! result `{"error":"query_failed","message":…,"hint":…}`.
+//! `{"error":"cursor_invalid","reason":…,"hint":…}`; a failing jq filter (syntax, runtime
+//! error, deadline, a worker that died or none free) gives an `isError` result
+//! `{"error":"query_failed","message":…,"hint":…}`. Both fit the budget in force (the
+//! request's `max_tokens`, clamped): a longer message is cut at a char boundary and ends with
+//! `… [cut: the message is N chars long]`.
 
 use mcp_budget_core::paginate::Document;
 use mcp_budget_core::wire::{CursorFault, CursorInvalid, Outcome, QueryFailed};
@@ -99,7 +102,7 @@ pub(crate) struct Answer {
     pub(crate) tokens: u64,
 }
 
-fn cursor_invalid(b: &Boundary, reason: CursorFault) -> Answer {
+fn cursor_invalid(b: &Boundary, budget: usize, reason: CursorFault) -> Answer {
     let hint = match reason {
         CursorFault::Malformed => {
             "A cursor looks like \"3fa9c2e1b07d.1\" and a response_id like \"3fa9c2e1b07d\": copy them from the last item of a shortened result."
@@ -117,17 +120,88 @@ fn cursor_invalid(b: &Boundary, reason: CursorFault) -> Answer {
         hint: hint.into(),
     })
     .unwrap_or_default();
+    // Fixed texts, far below the smallest budget; cut all the same should one ever grow.
+    error_answer(b, fit_text(b, budget, &text))
+}
+
+fn query_failed(b: &Boundary, budget: usize, message: &str) -> Answer {
+    let text = fit_message(b, budget, message, |message| {
+        serde_json::to_string(&QueryFailed {
+            error: "query_failed".into(),
+            message: message.to_owned(),
+            hint: "Fix the jq filter (jq syntax, run on the cached response) and call again."
+                .into(),
+        })
+        .unwrap_or_default()
+    });
     error_answer(b, text)
 }
 
-fn query_failed(b: &Boundary, message: String) -> Answer {
-    let text = serde_json::to_string(&QueryFailed {
-        error: "query_failed".into(),
-        message,
-        hint: "Fix the jq filter (jq syntax, run on the cached response) and call again.".into(),
-    })
-    .unwrap_or_default();
-    error_answer(b, text)
+/// The longest prefix of `message`, in chars, that `build` fits into `budget` tokens (counted
+/// with the boundary's encoding, exactly as the text goes out): `build(message)` when it fits,
+/// else `build` of a prefix cut at a char boundary and followed by
+/// `… [cut: the message is N chars long]`. jaq's messages embed whole values (`.a.b` on a
+/// large object), so a message can be far larger than any budget.
+fn fit_message(
+    b: &Boundary,
+    budget: usize,
+    message: &str,
+    build: impl Fn(&str) -> String,
+) -> String {
+    let whole = build(message);
+    if b.encoding.count(&whole) <= budget {
+        return whole;
+    }
+    let chars = message.chars().count();
+    let cut = |n: usize| {
+        let end = message
+            .char_indices()
+            .nth(n)
+            .map_or(message.len(), |(i, _)| i);
+        build(&format!(
+            "{}… [cut: the message is {chars} chars long]",
+            &message[..end]
+        ))
+    };
+    let fits = |text: &str| b.encoding.count(text) <= budget;
+    // Few tokens hold more than 8 chars, so a prefix of `8 × budget` chars is past what fits
+    // for any message worth reading (and a cut shorter than the most that fits still fits).
+    let (mut lo, mut hi) = (0usize, chars.min(budget.saturating_mul(8)));
+    let mut best = cut(0);
+    if !fits(&best) {
+        return fit_text(b, budget, &best);
+    }
+    // Invariant: the prefix of `lo` chars fits.
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        let text = cut(mid);
+        if fits(&text) {
+            lo = mid;
+            best = text;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    best
+}
+
+/// `text` cut to at most `budget` tokens at a char boundary (a last resort: the cut text may no
+/// longer be JSON).
+fn fit_text(b: &Boundary, budget: usize, text: &str) -> String {
+    if b.encoding.count(text) <= budget {
+        return text.to_owned();
+    }
+    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+    let (mut lo, mut hi) = (0usize, bounds.len().min(budget.saturating_mul(8)));
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if b.encoding.count(&text[..bounds[mid]]) <= budget {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    text[..bounds.get(lo).copied().unwrap_or(0)].to_owned()
 }
 
 fn error_answer(b: &Boundary, text: String) -> Answer {
@@ -175,21 +249,28 @@ pub(crate) fn answer(b: &Boundary, params: &Value) -> Option<Answer> {
     }
 }
 
+/// The budget of a result written before the cached response is known: the request's
+/// `max_tokens` clamped to the proxy's budget.
+fn proxy_budget(b: &Boundary, args: &Value) -> usize {
+    budget_arg(args, b.settings.global_rule().max_tokens)
+}
+
 fn read_more(b: &Boundary, args: &Value, names: &ToolNames) -> Answer {
+    let early = proxy_budget(b, args);
     let Some(cursor) = args.get("cursor").and_then(Value::as_str) else {
-        return cursor_invalid(b, CursorFault::Malformed);
+        return cursor_invalid(b, early, CursorFault::Malformed);
     };
     let (id, k) = match parse_cursor(cursor.trim()) {
         Ok(x) => x,
-        Err(f) => return cursor_invalid(b, f),
+        Err(f) => return cursor_invalid(b, early, f),
     };
     let entry = match b.store.get(id) {
         Ok(e) => e,
-        Err(f) => return cursor_invalid(b, f),
+        Err(f) => return cursor_invalid(b, early, f),
     };
     let budget = budget_arg(args, entry.budget);
     let Some(page) = walk::page(&entry, k, budget, &b.encoding, names) else {
-        return cursor_invalid(b, CursorFault::Unknown);
+        return cursor_invalid(b, budget, CursorFault::Unknown);
     };
     let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
     let mut bytes = page.meta.len();
@@ -208,26 +289,33 @@ fn read_more(b: &Boundary, args: &Value, names: &ToolNames) -> Answer {
 }
 
 fn query_response(b: &Boundary, args: &Value) -> Answer {
+    let early = proxy_budget(b, args);
     let Some(id) = args.get("response_id").and_then(Value::as_str) else {
-        return cursor_invalid(b, CursorFault::Malformed);
+        return cursor_invalid(b, early, CursorFault::Malformed);
     };
     let id = id.trim();
     // Accept a cursor too: its id part names the response.
     let id = id.split_once('.').map_or(id, |(i, _)| i);
     if let Err(f) = check_id(id) {
-        return cursor_invalid(b, f);
+        return cursor_invalid(b, early, f);
     }
     let entry = match b.store.get(id) {
         Ok(e) => e,
-        Err(f) => return cursor_invalid(b, f),
+        Err(f) => return cursor_invalid(b, early, f),
     };
+    let budget = budget_arg(args, entry.budget);
     let Some(query) = args.get("query").and_then(Value::as_str) else {
-        return query_failed(b, "missing argument \"query\" (a jq filter)".into());
+        return query_failed(b, budget, "missing argument \"query\" (a jq filter)");
     };
-    let mut outs = match super::jq::run(query, &entry.query_input()) {
+    let input = match serde_json::to_string(&entry.query_input()) {
+        Ok(text) => text,
+        Err(e) => return query_failed(b, budget, &format!("internal error: {e}")),
+    };
+    let mut outs = match b.jq.run(query, &input) {
         Ok(outs) => outs,
-        Err(e) => return query_failed(b, e.to_string()),
+        Err(e) => return query_failed(b, budget, &e.to_string()),
     };
+    drop(input);
     let value = match outs.len() {
         1 => outs.pop().unwrap_or_default(),
         _ => Value::Array(outs),
@@ -236,7 +324,6 @@ fn query_response(b: &Boundary, args: &Value) -> Answer {
         Value::String(s) => Document::Text(s),
         v => Document::Json(v),
     };
-    let budget = budget_arg(args, entry.budget);
     let layout = [Slot::Text {
         doc: 0,
         extra: serde_json::Map::new(),

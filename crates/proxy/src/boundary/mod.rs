@@ -41,7 +41,11 @@
 //! - **query_response** runs jq (the jaq crates) on the cached response: its one text item
 //!   as JSON (a text that is not JSON as a JSON string), or an array of its text items; one
 //!   output is that value, several an array; a single string output is shown as plain text.
-//!   The output is shaped and paged by the same rules under its own response id.
+//!   The output is shaped and paged by the same rules under its own response id. The filter
+//!   runs in a jq worker process (`crate::jq`: empty environment, no files, memory and CPU
+//!   bounded, killed at the deadline, a capped number alive); every way it can fail answers
+//!   `query_failed`. Every result the proxy writes itself (`query_failed`, `cursor_invalid`)
+//!   fits the budget: a long message is cut, its full length (chars) said.
 //! - **Response ids** are 12 lowercase hex digits derived from the shaped content, budget
 //!   and precision (the same response gets the same id and the same pages); cursors are
 //!   `<id>.<page number>`, page 1 being `.0`.
@@ -70,7 +74,6 @@
 mod blobs;
 mod call;
 pub mod injected;
-mod jq;
 mod list;
 mod store;
 mod structured;
@@ -110,6 +113,8 @@ pub struct Boundary {
     blobs: BlobSink,
     telemetry: Option<Telemetry>,
     tools: RwLock<ToolState>,
+    /// Runs `query_response` filters (in worker processes on unix).
+    jq: crate::jq::Jq,
 }
 
 impl Boundary {
@@ -127,7 +132,7 @@ impl Boundary {
         if let Some(file) = &settings.file {
             for (tool, rule) in &file.tools {
                 if let Some(code) = &rule.transform {
-                    jq::check(code).map_err(|e| ConfigError::Transform {
+                    crate::jq::check(code).map_err(|e| ConfigError::Transform {
                         tool: tool.clone(),
                         message: e.to_string(),
                     })?;
@@ -146,6 +151,7 @@ impl Boundary {
             encoding,
             telemetry,
             tools: RwLock::new(ToolState::default()),
+            jq: crate::jq::Jq::new(&settings.jq_worker, settings.jq_limits()),
             settings,
         })
     }

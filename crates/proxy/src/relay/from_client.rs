@@ -159,7 +159,7 @@ async fn relay_line(
             .unwrap_or_default();
         if params.get("name").and_then(serde_json::Value::as_str) == Some(tool.as_str()) {
             // Answered on a task of its own: an injected tool may run jq over a cached 12 MB
-            // response (on the blocking pool, jq itself on a thread with a deadline), and the
+            // response (on the blocking pool, jq itself in a worker process with a deadline), and the
             // client's later lines must keep flowing meanwhile.
             drop(tokio::spawn(answer_injected(
                 shaper,
@@ -218,8 +218,9 @@ async fn relay_line(
 
 /// Answers a client's call of an injected tool (`params` as sent; `raw_id` the id's bytes) and
 /// sends the answer through the client writer. The shaper runs on the blocking pool; it
-/// returns within jq's time limit (`boundary::jq::MAX_RUN_TIME`) plus the shaping time, so this
-/// task never holds up the relay's shutdown for long.
+/// returns within twice jq's deadline (`jq::DEFAULT_DEADLINE` unless set: a wait for a free
+/// worker, then the run) plus the shaping time, so this task never holds up the relay's
+/// shutdown for long.
 async fn answer_injected(
     shaper: Arc<dyn Shaper>,
     params: serde_json::Value,

@@ -3,7 +3,7 @@
 
 use mcp_budget_core::tokens::Encoding;
 use mcp_budget_proxy::boundary::Boundary;
-use mcp_budget_proxy::config::Settings;
+use mcp_budget_proxy::config::{Settings, WorkerCommand};
 use serde_json::{Value, json};
 
 /// The `result` of a recorded JSON-RPC response in `tests/data`.
@@ -14,11 +14,20 @@ pub fn fixture(name: &str) -> Value {
     v["result"].take()
 }
 
+/// The jq worker built with these tests (a test binary cannot be one).
+pub fn jq_worker() -> WorkerCommand {
+    WorkerCommand::new(
+        env!("CARGO_BIN_EXE_mcp-budget-jq-worker"),
+        Vec::<String>::new(),
+    )
+}
+
 /// A boundary with `max_tokens` and blobs going to a fresh temp dir (kept alive by the caller).
 pub fn boundary(max_tokens: usize, blobs: &tempfile::TempDir) -> Boundary {
     Boundary::new(Settings {
         max_tokens: Some(max_tokens),
         blob_dir: Some(blobs.path().join("blobs")),
+        jq_worker: jq_worker(),
         ..Settings::default()
     })
     .unwrap()
