@@ -40,7 +40,8 @@ pub(crate) enum Input {
 /// # Errors
 /// [`MeasureError::InvalidJson`] when `expect_json` and `text` is not one JSON value.
 pub(crate) fn classify(text: &str, expect_json: bool) -> Result<Input, MeasureError> {
-    let value: Value = match serde_json::from_str(text) {
+    // JSON as Python servers write it counts (`NaN`, lone surrogate escapes): crate::dialect.
+    let value: Value = match crate::dialect::parse(text.as_bytes()).map(|p| p.value) {
         Ok(v) => v,
         Err(e) if expect_json => {
             return Err(MeasureError::InvalidJson {
@@ -101,7 +102,7 @@ fn text_items(result: &Value) -> Option<Vec<Segment>> {
             .filter_map(|c| c.get("text").and_then(Value::as_str))
             .map(|t| Segment {
                 raw: t.to_owned(),
-                value: serde_json::from_str(t).ok(),
+                value: crate::dialect::parse(t.as_bytes()).ok().map(|p| p.value),
             })
             .collect(),
     )
@@ -138,5 +139,18 @@ mod tests {
             classify("{\"a\":", true),
             Err(MeasureError::InvalidJson { line: 1, .. })
         ));
+    }
+
+    #[test]
+    fn python_dialect_lines_and_texts_are_json() {
+        let call = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"[{\"n\":\"a\\udcff\",\"v\":NaN}]"}],"structuredContent":{"v":NaN}}}"#;
+        match classify(call, true) {
+            Ok(Input::ToolsCall { items, .. }) => {
+                let value = items[0].value.as_ref().unwrap_or(&Value::Null);
+                assert_eq!(value[0]["n"], "a\u{fffd}");
+                assert_eq!(value[0]["v"].as_number().map(|n| n.as_str()), Some("NaN"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -4,8 +4,9 @@
 //! newline). A line is handed on without its `\n`; a `\r` before it stays, since it is JSON
 //! whitespace and byte-for-byte forwarding keeps it. A UTF-8 byte-order mark (`EF BB BF`)
 //! at the start of a line is dropped: RFC 8259 §8.1 lets a parser ignore one, and a line is
-//! read (and forwarded) as if it had none. Blank lines are not messages and are skipped. A line longer than the bound is never held in memory: it is read through in
-//! chunks, and only what [`Scanner`] finds at its top level (the id) is kept.
+//! read (and forwarded) as if it had none. Blank lines are not messages and are skipped. A
+//! line longer than the bound is never held in memory: it is read through in chunks, and only
+//! what [`Scanner`] finds at its top level (the id) is kept.
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
