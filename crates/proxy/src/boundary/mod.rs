@@ -72,6 +72,7 @@ mod call;
 pub mod injected;
 mod jq;
 mod list;
+mod parts;
 mod store;
 mod structured;
 mod walk;
