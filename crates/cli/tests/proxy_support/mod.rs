@@ -240,21 +240,34 @@ pub fn visible_tokens(result: &Value) -> usize {
         .iter()
         .filter_map(|t| {
             let v: Value = serde_json::from_str(t).ok()?;
-            carries(sc, &v).then(|| sc_tokens.saturating_sub(count(t)))
+            carries_within(sc, &v).then(|| sc_tokens.saturating_sub(count(t)))
         })
         .min();
     total + carried.unwrap_or(sc_tokens)
 }
 
+/// Whether `sc`, or a value inside it, [`carries`] `page` (a page whose body is rooted below
+/// `$` is carried inside its ancestors).
+pub fn carries_within(sc: &Value, page: &Value) -> bool {
+    carries(sc, page)
+        || match sc {
+            Value::Object(o) => o.values().any(|v| carries_within(v, page)),
+            Value::Array(a) => a.iter().any(|v| carries_within(v, page)),
+            _ => false,
+        }
+}
+
 /// Whether `sc` carries `page` (a JSON page of it): every member the page shows is in `sc`,
-/// carried the same way; arrays element by element (`sc` may hold fewer); scalars equal.
+/// carried the same way; arrays element by element (`sc` may hold fewer, not none); scalars equal.
 pub fn carries(sc: &Value, page: &Value) -> bool {
     match (sc, page) {
         (Value::Object(s), Value::Object(p)) => p
             .iter()
             .all(|(k, pv)| s.get(k).is_some_and(|sv| carries(sv, pv))),
         (Value::Array(s), Value::Array(p)) => {
-            s.len() <= p.len() && s.iter().zip(p).all(|(sv, pv)| carries(sv, pv))
+            s.len() <= p.len()
+                && (!s.is_empty() || p.is_empty())
+                && s.iter().zip(p).all(|(sv, pv)| carries(sv, pv))
         }
         _ => sc == page,
     }

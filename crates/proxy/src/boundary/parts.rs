@@ -105,7 +105,7 @@ pub(crate) struct Sheet {
 }
 
 /// How many smaller pages are tried before the structuredContent gives up its filling.
-const TRIES: usize = 6;
+const TRIES: usize = 8;
 
 /// Page number `k` of `entry` such that its pieces, its meta item and its structuredContent
 /// (see the module docs) stay within `budget` tokens. `first`: page 1 of the tool's own
@@ -113,10 +113,11 @@ const TRIES: usize = 6;
 /// it).
 ///
 /// When the filled structuredContent does not fit beside the smallest page, its arrays are
-/// cut further (it then shows fewer elements than the text item); failing that it is the
-/// page value itself (no filling, a twin of its text item); without a part of its document on
-/// the page, page 1 keeps the reduced value only when the tool declares an outputSchema
-/// (validity over budget, the one exception), and other pages carry none.
+/// cut further (it then shows fewer elements than the text item). Failing that: when the tool
+/// declares an outputSchema, page 1 keeps the valid value over the budget (validity over
+/// budget, the one exception: only when the members required to fill it cannot fit beside
+/// the smallest page) and later pages carry none; otherwise the page carries the page value
+/// itself (no filling, a twin of its text item), or none.
 ///
 /// `None` when the response has no page `k`.
 pub(crate) fn page_in_budget(
@@ -154,7 +155,21 @@ pub(crate) fn page_in_budget(
             let room = budget.saturating_sub(page.tokens);
             let mut sc = plan.for_page(part, first, true, Some(room), encoding);
             if page.tokens + sc.extra > budget {
-                sc = plan.for_page(part, first, false, None, encoding);
+                sc = if !plan.valid || (first && !plan.declared) {
+                    // No schema known to ask for validity: the page value itself, a twin of
+                    // its text item.
+                    plan.for_page(part, first, false, None, encoding)
+                } else if first {
+                    // The tool declares an outputSchema: page 1 keeps a valid value.
+                    sc
+                } else {
+                    // Later pages (read_more declares no outputSchema) carry none rather than
+                    // an invalid one.
+                    ScPage {
+                        value: None,
+                        extra: 0,
+                    }
+                };
             }
             if page.tokens + sc.extra > budget && !(first && plan.declared) {
                 sc = ScPage {
@@ -165,7 +180,20 @@ pub(crate) fn page_in_budget(
             let tokens = page.tokens + sc.extra;
             return Some(Sheet { page, sc, tokens });
         }
-        asked = asked.saturating_sub(tokens - budget + 4).max(floor);
+        let excess = tokens - budget;
+        asked = if attempt == 0 {
+            // The filling is at most about the reduced value: leave room for it at once.
+            let fill = encoding.count(
+                &serde_json::to_string(&super::structured::minimal(&plan.orig)).unwrap_or_default(),
+            );
+            asked
+                .saturating_sub(excess + 4)
+                .min(budget.saturating_sub(fill + 16))
+        } else {
+            // A smaller page may need more filling: step down faster.
+            asked.saturating_sub(2 * excess + 8)
+        }
+        .max(floor);
     }
     None
 }

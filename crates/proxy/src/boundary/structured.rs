@@ -133,8 +133,9 @@ impl Plan {
     /// of the carrying document, when the page has one; `first` when it is page 1 of the
     /// tool's own result (which must carry a valid value even without a part: [`minimal`]).
     /// `fill`: make it valid ([`complete`]); without it the page value itself, a twin of
-    /// its text item (no extra tokens). `room`: when set, the tokens the value may hold beyond
-    /// its text item: arrays are cut further to stay within it ([`shrink_to`]).
+    /// its text item (no extra tokens). `room`: when set and the value holds more than `room`
+    /// tokens beyond its text item, its arrays are cut further ([`shrink_to`]) until all of
+    /// its tokens fit `room` (a value cut below the page no longer twins the text item).
     pub(crate) fn for_page(
         &self,
         part: Option<(&str, &Position, &[PathStep])>,
@@ -157,12 +158,22 @@ impl Plan {
             Some((body, v, start, root)) if fill && self.valid => {
                 let mut value = complete_at(&self.orig, root, &v, &position_steps(start));
                 let body_tokens = encoding.count(body);
-                if let Some(room) = room {
-                    // No smaller page: fewer elements than the text item shows.
-                    shrink_to(&mut value, body_tokens + room, encoding);
-                }
                 let tokens = encoding.count(&serde_json::to_string(&value).unwrap_or_default());
-                let extra = tokens.saturating_sub(body_tokens);
+                let mut extra = tokens.saturating_sub(body_tokens);
+                if let Some(room) = room
+                    && extra > room
+                {
+                    // No smaller page: fewer elements than the text item shows. While it still
+                    // holds the page's structure it twins the text item (counting once, at
+                    // the larger of the two); cut below that, all of its tokens count.
+                    shrink_to(&mut value, body_tokens + room, encoding);
+                    let tokens = encoding.count(&serde_json::to_string(&value).unwrap_or_default());
+                    extra = tokens.saturating_sub(body_tokens);
+                    if !carries_within(&value, &v) {
+                        shrink_to(&mut value, room, encoding);
+                        extra = encoding.count(&serde_json::to_string(&value).unwrap_or_default());
+                    }
+                }
                 ScPage {
                     value: Some(value),
                     extra,
@@ -204,6 +215,32 @@ pub(crate) fn shrink_to(value: &mut Value, max_tokens: usize, encoding: &Encodin
         }
     }
     false
+}
+
+/// Whether `sc`, or a value inside it, holds `page`'s structure: every member the page shows,
+/// held the same way; arrays element by element (`sc` may hold fewer, not none when the page
+/// has some); other values equal. A structuredContent that holds its text item's page this
+/// way twins that text item.
+pub(crate) fn carries_within(sc: &Value, page: &Value) -> bool {
+    fn carries(sc: &Value, page: &Value) -> bool {
+        match (sc, page) {
+            (Value::Object(s), Value::Object(p)) => p
+                .iter()
+                .all(|(k, pv)| s.get(k).is_some_and(|sv| carries(sv, pv))),
+            (Value::Array(s), Value::Array(p)) => {
+                s.len() <= p.len()
+                    && (!s.is_empty() || p.is_empty())
+                    && s.iter().zip(p).all(|(sv, pv)| carries(sv, pv))
+            }
+            _ => sc == page,
+        }
+    }
+    carries(sc, page)
+        || match sc {
+            Value::Object(o) => o.values().any(|v| carries_within(v, page)),
+            Value::Array(a) => a.iter().any(|v| carries_within(v, page)),
+            _ => false,
+        }
 }
 
 /// Removes the last element of the last non-empty array in `v` (document order, deepest
