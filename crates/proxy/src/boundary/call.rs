@@ -3,18 +3,23 @@
 //! Steps, in order:
 //! 1. Every `text` item whose text is a JSON object or array is parsed; the tool's `transform`
 //!    (jq) runs on it; long base64 / `data:` strings inside it are offloaded (see
-//!    [`super::blobs`]). A text item that is wholly a base64 blob is offloaded too.
+//!    [`super::blobs`]). A text item that is wholly a base64 blob is offloaded too. The text
+//!    of an embedded `resource` item is a document the same way (no `transform`).
 //! 2. `image`/`audio` data and resource blobs over the threshold are offloaded: the item
 //!    becomes a `text` item holding the description (its `annotations`/`_meta` are kept).
-//! 3. Each text item is rendered compact (floats rounded) and counted exactly. When the sum
+//! 3. `structuredContent`: a value twin of a text item, or one that no text item carries
+//!    (then a document of its own, last), follows the pages ([`Slot::Structured`]); a string
+//!    twin is shaped after emitting ([`super::structured`]).
+//! 4. Each document is rendered compact (floats rounded) and counted exactly. When the sum
 //!    fits the budget, the result goes out with the compacted texts and no meta item.
-//! 4. Otherwise the shaped items are cached under a new response id and page 1 goes out (see
-//!    [`super::walk`]) followed by the meta item, or, with `overflow = "summary"`, the
-//!    elision envelope whose `next_cursor` (`<id>.0`) leads to page 1.
+//! 5. Otherwise the shaped documents are cached under a new response id and page 1 goes out
+//!    (see [`super::walk`] and [`super::parts`]) followed by the meta item, or, with
+//!    `overflow = "summary"`, the elision envelope whose `next_cursor` (`<id>.0`) leads to
+//!    page 1.
 //!
-//! Items that are not text (`image` under the threshold, `resource_link`, `resource` with
-//! `text`, unknown types) cost no model-visible tokens and are all kept on page 1, in their
-//! original order among the text items shown there; later pages carry text only.
+//! Items that are not documents (`image` under the threshold, `resource_link`, unknown
+//! types) cost no model-visible tokens and are all kept on page 1, in their original order
+//! among the documents' items shown there; later pages carry documents only.
 //! Every other member of the result (`isError`, `_meta`, `resultType`, unknown ones) is kept
 //! as it was; `isError` results are shaped with the same budget. A result that is not an
 //! object with a `content` array is returned unchanged.

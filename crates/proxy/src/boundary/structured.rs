@@ -1,24 +1,27 @@
-//! `structuredContent` next to its text twin.
+//! `structuredContent` next to its text twin, or paged as a document of its own.
 //!
 //! Rules (DESIGN.md: "never dropped when the tool declares an outputSchema; paged with its
-//! text twin and stays valid against that schema"):
+//! text twin and stays valid against that schema"; it is model-visible when no text item
+//! carries it):
 //! - **String twin**: an object one of whose members is a string equal to a `text` item's
 //!   text (the filesystem server's `directory_tree`: `{"content": <the text>}` with outputSchema
 //!   `{content: string}`). That member is set to what the twin text item carries in the
 //!   emitted result (the compacted text, or page 1's body). It stays a string, so the schema
-//!   still holds.
-//! - **Value twin**: structuredContent value-equal to a JSON `text` item. Its floats are
-//!   rounded like the text's (the caller does that). When the text fits it is kept whole. When the text is paged it follows page 1 ([`prefix`]): every array
-//!   is cut to the elements page 1 shows, and members page 1 does not show are filled from the
-//!   original (short values as they are, arrays empty, objects likewise reduced), so objects
-//!   keep all their members and the types stay those of the original: valid against schemas
-//!   that constrain types, required members and additional properties (not `minItems`).
-//!   In summary mode, with no page 1, it is reduced the same way ([`minimal`]).
-//! - No twin: kept whole and unchanged.
+//!   still holds ([`shape`]).
+//! - **Value twin**: structuredContent value-equal to a JSON `text` item; and **no twin**: a
+//!   structuredContent object or array no text item carries, which becomes a document of its
+//!   own (its pages go out as text items too). Both follow their document's pages through a
+//!   [`Plan`]: floats rounded like the text; whole when the result fits; on a page, the page
+//!   made valid ([`complete`]: arrays hold the elements the page shows, members the page does
+//!   not show are filled in [`minimal`]), so types, required members and additional
+//!   properties hold (not `minItems`, string lengths or patterns); in summary mode, and on
+//!   page 1 when the page shows none of it, [`minimal`]. What a page's value holds beyond its
+//!   text item counts in the budget (`parts.rs` keeps it in).
 //! - A twin (either kind) is dropped only when the tool is known (from `tools/list`) to declare
 //!   no outputSchema: it duplicates a text item, and clients then read the text. When the
 //!   proxy has not seen the tool in `tools/list`, it is kept as above (a client that knows an
-//!   outputSchema rejects a result without structuredContent).
+//!   outputSchema rejects a result without structuredContent). Without an outputSchema, a
+//!   structuredContent of its own is paged as the page itself.
 
 use mcp_budget_core::paginate::{PathStep, Position};
 use mcp_budget_core::tokens::Encoding;
