@@ -109,6 +109,11 @@ fn a_450_kb_embedded_resource_is_paged_within_2000_tokens_and_read_more_gives_it
     let (mut proxy, _) = start(2000);
     let pages = pages(&mut proxy, "file_contents", json!({}), 2000);
     assert!(pages.len() >= 70, "{} pages", pages.len());
+    let most = pages.iter().map(visible_tokens).max().unwrap_or(0);
+    eprintln!(
+        "file_contents at 2000: {} pages, at most {most} tokens each",
+        pages.len()
+    );
     let mut text = String::new();
     for p in &pages {
         for item in p["content"].as_array().expect("content") {
@@ -148,6 +153,12 @@ fn a_197_kb_structured_content_only_result_is_paged_and_valid_on_every_page() {
         assert!(validator.is_valid(&sc));
         let pages = pages(&mut proxy, "report", json!({}), budget);
         assert!(pages.len() > 10, "{}", pages.len());
+        let most = pages.iter().map(visible_tokens).max().unwrap_or(0);
+        eprintln!(
+            "report ({} tokens whole) at {budget}: {} pages, at most {most} tokens each",
+            visible_tokens(&original),
+            pages.len()
+        );
         let mut wire = Vec::new();
         for (i, p) in pages.iter().enumerate() {
             let content = p["content"].as_array().expect("content");

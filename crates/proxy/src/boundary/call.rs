@@ -252,7 +252,7 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
                 layout.push(Slot::Structured(Plan {
                     doc: Some(item),
                     own: false,
-                    orig: rounded(sc, rule.precision),
+                    orig: Arc::new(rounded(sc, rule.precision)),
                     valid: true,
                     declared: has_schema == Some(true),
                 }));
@@ -267,7 +267,7 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
                 layout.push(Slot::Structured(Plan {
                     doc: Some(docs.len()),
                     own: true,
-                    orig: orig.clone(),
+                    orig: Arc::new(orig.clone()),
                     valid: has_schema != Some(false),
                     declared: has_schema == Some(true),
                 }));
@@ -472,7 +472,7 @@ pub(crate) fn emit(
             shown: rendered,
             response_id: None,
             mode: EmitMode::Whole,
-            structured: plan.map(|p| p.orig),
+            structured: plan.map(|p| Value::clone(&p.orig)),
         };
     }
 

@@ -25,6 +25,8 @@
 
 use mcp_budget_core::paginate::{PathStep, Position};
 use mcp_budget_core::tokens::Encoding;
+use std::sync::Arc;
+
 use serde_json::Value;
 
 /// How structuredContent relates to the text items.
@@ -111,8 +113,8 @@ pub(crate) struct Plan {
     pub(crate) doc: Option<usize>,
     /// The document is the structuredContent itself (no text item carried it).
     pub(crate) own: bool,
-    /// The structuredContent, floats rounded like the text.
-    pub(crate) orig: Value,
+    /// The structuredContent, floats rounded like the text (shared: plans are cloned).
+    pub(crate) orig: Arc<Value>,
     /// Keep every page valid against an outputSchema ([`complete`]): the tool declares one
     /// or `tools/list` has not said. Otherwise a page's structuredContent is the page itself.
     pub(crate) valid: bool,
@@ -159,22 +161,29 @@ impl Plan {
         });
         match page {
             Some((body, v, start, root)) if fill && self.valid => {
-                let mut value = complete_at(&self.orig, root, &v, &position_steps(start));
+                let steps = position_steps(start);
                 let body_tokens = encoding.count(body);
-                let tokens = encoding.count(&serde_json::to_string(&value).unwrap_or_default());
-                let mut extra = tokens.saturating_sub(body_tokens);
-                if let Some(room) = room
-                    && extra > room
-                {
-                    // No smaller page: fewer elements than the text item shows. While it still
-                    // holds the page's structure it twins the text item (counting once, at
-                    // the larger of the two); cut below that, all of its tokens count.
-                    shrink_to(&mut value, body_tokens + room, encoding);
-                    let tokens = encoding.count(&serde_json::to_string(&value).unwrap_or_default());
-                    extra = tokens.saturating_sub(body_tokens);
-                    if !carries_within(&value, &v) {
-                        shrink_to(&mut value, room, encoding);
-                        extra = encoding.count(&serde_json::to_string(&value).unwrap_or_default());
+                let count = |value: &Value| {
+                    encoding.count(&serde_json::to_string(value).unwrap_or_default())
+                };
+                let mut value = complete_at(&self.orig, root, &v, &steps, minimal);
+                let mut extra = count(&value).saturating_sub(body_tokens);
+                if let Some(room) = room {
+                    // No smaller page. Members filled in bare, then fewer elements than the
+                    // text item shows: while it still holds the page's structure it twins the
+                    // text item (counting once, at the larger of the two); cut below that,
+                    // all of its tokens count.
+                    for filler in [minimal as fn(&Value) -> Value, bare] {
+                        if extra <= room {
+                            break;
+                        }
+                        value = complete_at(&self.orig, root, &v, &steps, filler);
+                        shrink_to(&mut value, body_tokens + room, encoding);
+                        extra = count(&value).saturating_sub(body_tokens);
+                        if !carries_within(&value, &v) {
+                            shrink_to(&mut value, room, encoding);
+                            extra = count(&value);
+                        }
                     }
                 }
                 ScPage {
@@ -190,6 +199,11 @@ impl Plan {
                 let mut value = minimal(&self.orig);
                 if let Some(room) = room {
                     shrink_to(&mut value, room, encoding);
+                    let text = serde_json::to_string(&value).unwrap_or_default();
+                    if encoding.count(&text) > room {
+                        value = bare(&self.orig);
+                        shrink_to(&mut value, room, encoding);
+                    }
                 }
                 let extra = encoding.count(&serde_json::to_string(&value).unwrap_or_default());
                 ScPage {
@@ -280,9 +294,15 @@ pub(crate) fn position_steps(p: &Position) -> Vec<usize> {
 /// [`complete`] of a page whose body is the sub-tree at `root`: the ancestors on `root` are
 /// filled from `orig` ([`minimal`] members beside the path, arrays holding only the element
 /// on the path). `steps`: the page's start from `$` ([`position_steps`]).
-pub(crate) fn complete_at(orig: &Value, root: &[PathStep], page: &Value, steps: &[usize]) -> Value {
+pub(crate) fn complete_at(
+    orig: &Value,
+    root: &[PathStep],
+    page: &Value,
+    steps: &[usize],
+    fill: fn(&Value) -> Value,
+) -> Value {
     let Some((step, below)) = root.split_first() else {
-        return complete(orig, page, steps);
+        return complete(orig, page, steps, fill);
     };
     let steps = steps.get(1..).unwrap_or(&[]);
     match (orig, step) {
@@ -290,19 +310,19 @@ pub(crate) fn complete_at(orig: &Value, root: &[PathStep], page: &Value, steps: 
             o.iter()
                 .map(|(kk, v)| {
                     let v = if kk == k {
-                        complete_at(v, below, page, steps)
+                        complete_at(v, below, page, steps, fill)
                     } else {
-                        minimal(v)
+                        fill(v)
                     };
                     (kk.clone(), v)
                 })
                 .collect(),
         ),
         (Value::Array(a), PathStep::Index(i)) => match a.get(*i) {
-            Some(v) => Value::Array(vec![complete_at(v, below, page, steps)]),
-            None => minimal(orig),
+            Some(v) => Value::Array(vec![complete_at(v, below, page, steps, fill)]),
+            None => fill(orig),
         },
-        _ => minimal(orig),
+        _ => fill(orig),
     }
 }
 
@@ -318,7 +338,12 @@ const SHORT_BYTES: usize = 64;
 /// other scalars are what the page shows (a piece of a long string stays a piece). Types and
 /// required members hold, so a value valid against a schema that constrains types, required
 /// members and additional properties stays valid (not `minItems`, string patterns or lengths).
-pub(crate) fn complete(orig: &Value, page: &Value, steps: &[usize]) -> Value {
+pub(crate) fn complete(
+    orig: &Value,
+    page: &Value,
+    steps: &[usize],
+    fill: fn(&Value) -> Value,
+) -> Value {
     match (orig, page) {
         (Value::Object(o), Value::Object(p)) => Value::Object(
             o.iter()
@@ -330,9 +355,9 @@ pub(crate) fn complete(orig: &Value, page: &Value, steps: &[usize]) -> Value {
                                 Some((&s, rest)) if s == idx => rest,
                                 _ => &[],
                             };
-                            complete(v, pv, rest)
+                            complete(v, pv, rest, fill)
                         }
-                        None => minimal(v),
+                        None => fill(v),
                     };
                     (k.clone(), v)
                 })
@@ -347,14 +372,27 @@ pub(crate) fn complete(orig: &Value, page: &Value, steps: &[usize]) -> Value {
                 p.iter()
                     .enumerate()
                     .map(|(j, pv)| match a.get(offset.saturating_add(j)) {
-                        Some(v) => complete(v, pv, if j == 0 { rest } else { &[] }),
+                        Some(v) => complete(v, pv, if j == 0 { rest } else { &[] }, fill),
                         None => pv.clone(),
                     })
                     .collect(),
             )
         }
-        (Value::Object(_) | Value::Array(_), _) => minimal(orig),
+        (Value::Object(_) | Value::Array(_), _) => fill(orig),
         _ => page.clone(),
+    }
+}
+
+/// `v` bare, the last resort when even [`minimal`] members do not fit: strings empty,
+/// numbers `0`, arrays empty, objects with every member bare, booleans and null as they are.
+/// Types and required members hold; values are placeholders.
+pub(crate) fn bare(v: &Value) -> Value {
+    match v {
+        Value::String(_) => Value::String(String::new()),
+        Value::Number(_) => Value::from(0),
+        Value::Array(_) => Value::Array(Vec::new()),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), bare(v))).collect()),
+        _ => v.clone(),
     }
 }
 
@@ -428,7 +466,7 @@ mod tests {
         ], "total": 3, "big": {"list": (100..140).collect::<Vec<u32>>()}, "long": "z".repeat(100)});
         let page = json!({"items": [{"id": 0, "name": "a", "tags": ["x", "y"]}, {"id": 1}]});
         assert_eq!(
-            complete(&orig, &page, &[]),
+            complete(&orig, &page, &[], minimal),
             json!({"items": [
                 {"id": 0, "name": "a", "tags": ["x", "y"]},
                 {"id": 1, "name": "b", "tags": ["x"]}
@@ -451,14 +489,14 @@ mod tests {
         // byte 4): its skeleton repeats row 1's id.
         let page = json!({"rows": [{"id": 1, "text": "bbbbbb"}, {"id": 2}]});
         assert_eq!(
-            complete(&orig, &page, &[1, 1, 1, 4]),
+            complete(&orig, &page, &[1, 1, 1, 4], minimal),
             json!({"n": 2, "rows": [{"id": 1, "text": "bbbbbb"}, {"id": 2, "text": "cccccccccc"}]})
         );
         // A body rooted below `$` (at `$.rows[2]`) is put back in its ancestors.
         let body = json!({"id": 2, "text": "cc"});
         let root = [PathStep::Key("rows".into()), PathStep::Index(2)];
         assert_eq!(
-            complete_at(&orig, &root, &body, &[1, 2, 1, 0]),
+            complete_at(&orig, &root, &body, &[1, 2, 1, 0], minimal),
             json!({"n": 2, "rows": [{"id": 2, "text": "cc"}]})
         );
     }
@@ -476,6 +514,14 @@ mod tests {
     }
 
     #[test]
+    fn bare_keeps_types_and_members_only() {
+        assert_eq!(
+            bare(&json!({"a": "name", "n": 12.5, "b": true, "z": null, "l": [1], "o": {"k": "v"}})),
+            json!({"a": "", "n": 0, "b": true, "z": null, "l": [], "o": {"k": ""}})
+        );
+    }
+
+    #[test]
     fn position_steps_read_the_display_form() {
         assert_eq!(position_steps(&Position::start()), Vec::<usize>::new());
         let p: Position = "1.1.a.0".parse().unwrap();
@@ -487,7 +533,7 @@ mod tests {
         let plan = Plan {
             doc: Some(1),
             own: true,
-            orig: json!({"a": [1, 2, 3], "b": "x"}),
+            orig: Arc::new(json!({"a": [1, 2, 3], "b": "x"})),
             valid: true,
             declared: true,
         };
