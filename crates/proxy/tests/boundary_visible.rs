@@ -295,3 +295,37 @@ fn without_an_output_schema_pages_carry_the_page_itself() {
     }
     assert_eq!(reassemble_text_pages(&pages), Some(sc));
 }
+
+#[test]
+fn summary_mode_counts_the_reduced_structured_content() {
+    use mcp_budget_proxy::config::{ConfigFile, Settings};
+    let file = ConfigFile::parse(
+        "[defaults]\noverflow = \"summary\"\n",
+        std::path::Path::new("t.toml"),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let b = Boundary::new(Settings {
+        max_tokens: Some(400),
+        file: Some(file),
+        blob_dir: Some(dir.path().to_path_buf()),
+        ..Settings::default()
+    })
+    .unwrap();
+    b.shape_list_result(
+        json!({"tools": [{"name": "report", "inputSchema": {"type": "object"},
+            "outputSchema": report_schema()}]}),
+        true,
+    );
+    let out = b.shape_call_result(
+        "report",
+        json!({"content": [], "structuredContent": report(440)}),
+        0,
+    );
+    let env: Value = serde_json::from_str(texts(&out).last().unwrap()).unwrap();
+    assert_eq!(env["elided"], true, "{env}");
+    let sc = &out["structuredContent"];
+    let validator = jsonschema::validator_for(&report_schema()).unwrap();
+    assert!(validator.is_valid(sc), "{sc}");
+    assert!(visible(&out) <= 400, "{}", visible(&out));
+}

@@ -545,7 +545,20 @@ pub(crate) fn emit(
     let id = entry.id.clone();
 
     if overflow == Overflow::Summary {
-        let (text, tokens) = envelope(b, &entry, budget, &names);
+        // A structuredContent beside the envelope is reduced, and counts in full (no text
+        // item carries it); without a declared outputSchema it goes when it does not fit.
+        let mut sc = plan.filter(|p| p.valid).map(|p| {
+            let v = structured::minimal(&p.orig);
+            let t = enc.count(&serde_json::to_string(&v).unwrap_or_default());
+            (v, t, p.declared)
+        });
+        let sc_tokens = sc.as_ref().map_or(0, |(_, t, _)| *t);
+        let (mut text, mut tokens) = envelope(b, &entry, budget.saturating_sub(sc_tokens), &names);
+        if tokens + sc_tokens > budget && sc.as_ref().is_some_and(|(_, _, declared)| !declared) {
+            sc = None;
+            (text, tokens) = envelope(b, &entry, budget, &names);
+        }
+        let tokens = tokens + sc.as_ref().map_or(0, |(_, t, _)| *t);
         let mut items: Vec<Value> = layout
             .iter()
             .filter_map(|slot| match slot {
@@ -565,9 +578,7 @@ pub(crate) fn emit(
             bytes: text.len() as u64,
             response_id: Some(id),
             mode: EmitMode::Elided,
-            structured: plan
-                .filter(|p| p.valid)
-                .map(|p| structured::minimal(&p.orig)),
+            structured: sc.map(|(v, _, _)| v),
         };
     }
 
