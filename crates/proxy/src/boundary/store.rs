@@ -32,7 +32,8 @@ pub(crate) type SeqPos = (usize, Position);
 pub(crate) struct Entry {
     /// 12 lowercase hex digits.
     pub(crate) id: String,
-    /// The model-visible text items after compaction, transform and offloading, in order.
+    /// The model-visible documents (text items, embedded resources' texts, a structuredContent
+    /// no text item carries) after compaction, transform and offloading, in order.
     pub(crate) docs: Vec<Document>,
     /// Exact tokens of each doc's whole rendering.
     pub(crate) doc_tokens: Vec<usize>,

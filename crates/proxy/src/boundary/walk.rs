@@ -1,6 +1,8 @@
-//! Pages of a cached response: the text items as one paged sequence.
+//! Pages of a cached response: its documents (text items, embedded resources' texts, a
+//! structuredContent no text item carries; see [`super::parts`]) as one paged sequence; this
+//! module calls them items.
 //!
-//! A response may hold several `text` items. They are paged as one sequence, in order: a page
+//! A response may hold several items. They are paged as one sequence, in order: a page
 //! holds whole items while they fit, and the first item that does not fit is cut by the core
 //! [`Pager`] (which never cuts JSON in the middle and shows at least one new unit). Every item
 //! stays a separate content item, so following the cursors gives each item back exactly (its
