@@ -193,11 +193,19 @@ fn a_paged_value_twin_follows_page_one_and_stays_valid() {
         let got = &out["structuredContent"];
         assert!(validator.is_valid(got), "budget {budget}: {got}");
         let page: Value = serde_json::from_str(&texts(&out)[0]).unwrap();
-        assert_eq!(
+        // The twin holds the items page 1 shows (at the floor, where the members it adds
+        // to keep valid do not fit beside a full page, fewer of them).
+        let (n_sc, n_page) = (
             got["items"].as_array().unwrap().len(),
             page["items"].as_array().unwrap().len(),
-            "budget {budget}: the twin holds the items page 1 shows"
         );
+        assert!(
+            n_sc >= 1 && n_sc <= n_page,
+            "budget {budget}: {n_sc} {n_page}"
+        );
+        if budget > 256 {
+            assert_eq!(n_sc, n_page, "budget {budget}");
+        }
         assert_eq!(got["total"], 400);
         assert_eq!(
             got["items"][0], page["items"][0],

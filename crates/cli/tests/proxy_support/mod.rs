@@ -220,16 +220,72 @@ impl Drop for Proxy {
     }
 }
 
-/// The sum of the tokens of the `text` items of a result (the model-visible tokens).
+/// The model-visible tokens of a result (DESIGN.md), counted with cl100k_base: its `text`
+/// items, the `text` of its embedded `resource` items, and its `structuredContent` when no
+/// text item carries it. A structuredContent that a text item carries (a string member equal
+/// to the text, or the text's JSON page completed with more members and fewer array
+/// elements: [`carries`]) counts once, as that text item plus whatever more tokens it has.
 pub fn visible_tokens(result: &Value) -> usize {
-    result["content"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item["text"].as_str())
-                .map(|text| mcp_budget_core::tokens::Encoding::Cl100kBase.count(text))
-                .sum()
+    let count = |t: &str| mcp_budget_core::tokens::Encoding::Cl100kBase.count(t);
+    let items = result["content"].as_array().cloned().unwrap_or_default();
+    let mut texts = Vec::new();
+    let mut total = 0;
+    for item in &items {
+        if item["type"] == "text"
+            && let Some(t) = item["text"].as_str()
+        {
+            total += count(t);
+            texts.push(t.to_owned());
+        }
+        if item["type"] == "resource"
+            && let Some(t) = item["resource"]["text"].as_str()
+        {
+            total += count(t);
+        }
+    }
+    let Some(sc) = result.get("structuredContent") else {
+        return total;
+    };
+    if let Value::Object(o) = sc
+        && o.values()
+            .any(|v| v.as_str().is_some_and(|s| texts.iter().any(|t| t == s)))
+    {
+        return total;
+    }
+    let sc_tokens = count(&sc.to_string());
+    let carried = texts
+        .iter()
+        .filter_map(|t| {
+            let v: Value = serde_json::from_str(t).ok()?;
+            carries_within(sc, &v).then(|| sc_tokens.saturating_sub(count(t)))
         })
-        .unwrap_or(0)
+        .min();
+    total + carried.unwrap_or(sc_tokens)
+}
+
+/// Whether `sc`, or a value inside it, [`carries`] `page` (a page whose body is rooted below
+/// `$` is carried inside its ancestors).
+pub fn carries_within(sc: &Value, page: &Value) -> bool {
+    carries(sc, page)
+        || match sc {
+            Value::Object(o) => o.values().any(|v| carries_within(v, page)),
+            Value::Array(a) => a.iter().any(|v| carries_within(v, page)),
+            _ => false,
+        }
+}
+
+/// Whether `sc` carries `page` (a JSON page of it): every member the page shows is in `sc`,
+/// carried the same way; arrays element by element (`sc` may hold fewer, not none); scalars equal.
+pub fn carries(sc: &Value, page: &Value) -> bool {
+    match (sc, page) {
+        (Value::Object(s), Value::Object(p)) => p
+            .iter()
+            .all(|(k, pv)| s.get(k).is_some_and(|sv| carries(sv, pv))),
+        (Value::Array(s), Value::Array(p)) => {
+            s.len() <= p.len()
+                && (!s.is_empty() || p.is_empty())
+                && s.iter().zip(p).all(|(sv, pv)| carries(sv, pv))
+        }
+        _ => sc == page,
+    }
 }

@@ -3,18 +3,23 @@
 //! Steps, in order:
 //! 1. Every `text` item whose text is a JSON object or array is parsed; the tool's `transform`
 //!    (jq) runs on it; long base64 / `data:` strings inside it are offloaded (see
-//!    [`super::blobs`]). A text item that is wholly a base64 blob is offloaded too.
+//!    [`super::blobs`]). A text item that is wholly a base64 blob is offloaded too. The text
+//!    of an embedded `resource` item is a document the same way (no `transform`).
 //! 2. `image`/`audio` data and resource blobs over the threshold are offloaded: the item
 //!    becomes a `text` item holding the description (its `annotations`/`_meta` are kept).
-//! 3. Each text item is rendered compact (floats rounded) and counted exactly. When the sum
+//! 3. `structuredContent`: a value twin of a text item, or one that no text item carries
+//!    (then a document of its own, last), follows the pages ([`Slot::Structured`]); a string
+//!    twin is shaped after emitting ([`super::structured`]).
+//! 4. Each document is rendered compact (floats rounded) and counted exactly. When the sum
 //!    fits the budget, the result goes out with the compacted texts and no meta item.
-//! 4. Otherwise the shaped items are cached under a new response id and page 1 goes out (see
-//!    [`super::walk`]) followed by the meta item, or, with `overflow = "summary"`, the
-//!    elision envelope whose `next_cursor` (`<id>.0`) leads to page 1.
+//! 5. Otherwise the shaped documents are cached under a new response id and page 1 goes out
+//!    (see [`super::walk`] and [`super::parts`]) followed by the meta item, or, with
+//!    `overflow = "summary"`, the elision envelope whose `next_cursor` (`<id>.0`) leads to
+//!    page 1.
 //!
-//! Items that are not text (`image` under the threshold, `resource_link`, `resource` with
-//! `text`, unknown types) cost no model-visible tokens and are all kept on page 1, in their
-//! original order among the text items shown there; later pages carry text only.
+//! Items that are not documents (`image` under the threshold, `resource_link`, unknown
+//! types) cost no model-visible tokens and are all kept on page 1, in their original order
+//! among the documents' items shown there; later pages carry documents only.
 //! Every other member of the result (`isError`, `_meta`, `resultType`, unknown ones) is kept
 //! as it was; `isError` results are shaped with the same budget. A result that is not an
 //! object with a `content` array is returned unchanged.
@@ -28,8 +33,9 @@ use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
 use super::Boundary;
+use super::parts::{self, Carrier};
 use super::store::Entry;
-use super::structured::{self, TwinFate};
+use super::structured::{self, Plan, Twin};
 use super::walk::{self, ToolNames};
 use crate::config::Overflow;
 
@@ -44,8 +50,31 @@ pub(crate) enum Slot {
         /// Members besides `type` and `text`.
         extra: Map<String, Value>,
     },
+    /// An embedded resource with `text`: `doc` indexes the documents; `item` is the item
+    /// without `resource.text`.
+    Resource {
+        /// Index into the documents.
+        doc: usize,
+        /// The item, its resource's `text` taken out.
+        item: Map<String, Value>,
+    },
+    /// The result's structuredContent, following the pages of a document (see
+    /// [`super::parts`]); places a text item only when its own document is paged.
+    Structured(Plan),
     /// Any other item, kept as it was.
     Other(Value),
+}
+
+impl Slot {
+    /// The document this slot places on a page, with its carrier.
+    fn carrier(&self) -> Option<(usize, Carrier)> {
+        match self {
+            Slot::Text { doc, extra } => Some((*doc, Carrier::Text(extra.clone()))),
+            Slot::Resource { doc, item } => Some((*doc, Carrier::Resource(item.clone()))),
+            Slot::Structured(plan) if plan.own => plan.doc.map(|d| (d, Carrier::Structured)),
+            Slot::Structured(_) | Slot::Other(_) => None,
+        }
+    }
 }
 
 /// A shaped result and what telemetry needs to know about it.
@@ -70,6 +99,9 @@ pub(crate) struct Emitted {
     pub(crate) bytes: u64,
     pub(crate) response_id: Option<String>,
     pub(crate) mode: EmitMode,
+    /// When the layout has a [`Slot::Structured`]: the structuredContent to emit (`None`:
+    /// none).
+    pub(crate) structured: Option<Value>,
 }
 
 /// How [`emit`] fit the documents.
@@ -78,16 +110,6 @@ pub(crate) enum EmitMode {
     Whole,
     Paged,
     Elided,
-}
-
-fn text_item(text: String, extra: &Map<String, Value>) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), Value::String("text".into()));
-    m.insert("text".into(), Value::String(text));
-    for (k, v) in extra {
-        m.insert(k.clone(), v.clone());
-    }
-    Value::Object(m)
 }
 
 /// The banner item, when set.
@@ -119,9 +141,12 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
     let is_error = obj.get("isError").and_then(Value::as_bool) == Some(true);
 
     let mut pre_texts = Vec::new();
-    let mut orig_texts = Vec::new();
+    // The original text of each document (for twins, telemetry and `changed`), and whether
+    // the document is a `text` item (only those can twin the structuredContent).
+    let mut orig_texts: Vec<String> = Vec::new();
+    let mut is_text_item: Vec<bool> = Vec::new();
     let mut docs: Vec<Document> = Vec::new();
-    let mut layout = Vec::with_capacity(content.len());
+    let mut layout = Vec::with_capacity(content.len() + 1);
     let mut offloaded = 0usize;
     let keep_pre = b.telemetry.is_some();
     let mut bytes_pre = 0u64;
@@ -142,21 +167,12 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
                 };
                 bytes_pre += text.len() as u64;
                 let mut doc = document_of(&text);
-                match &mut doc {
-                    Document::Json(v) => {
-                        if let Some(code) = &rule.transform {
-                            transform(tool, code, v);
-                        }
-                        offloaded += b.blobs.offload_in_value(v);
-                    }
-                    Document::Text(t) => {
-                        if let Some(desc) = b.blobs.offload_str(t) {
-                            offloaded += 1;
-                            doc = Document::Json(serde_json::to_value(desc).unwrap_or_default());
-                        }
-                    }
+                if let (Document::Json(v), Some(code)) = (&mut doc, &rule.transform) {
+                    transform(tool, code, v);
                 }
+                offloaded += offload_in_doc(b, &mut doc);
                 orig_texts.push(text);
+                is_text_item.push(true);
                 layout.push(Slot::Text {
                     doc: docs.len(),
                     extra,
@@ -164,6 +180,24 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
                 docs.push(doc);
             }
             _ => {
+                let item = match parts::take_resource_text(item) {
+                    Ok((text, rest)) => {
+                        // An embedded resource's text is model-visible: a document like a
+                        // text item's (compacted, offloaded, paged; no `transform`).
+                        bytes_pre += text.len() as u64;
+                        let mut doc = document_of(&text);
+                        offloaded += offload_in_doc(b, &mut doc);
+                        orig_texts.push(text);
+                        is_text_item.push(false);
+                        layout.push(Slot::Resource {
+                            doc: docs.len(),
+                            item: rest,
+                        });
+                        docs.push(doc);
+                        continue;
+                    }
+                    Err(item) => item,
+                };
                 for payload in blob_payloads(&item) {
                     bytes_pre += payload.len() as u64;
                     if keep_pre {
@@ -181,6 +215,7 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
                         }
                         // Not a twin of anything: keeps twin indexes aligned with docs.
                         orig_texts.push(String::new());
+                        is_text_item.push(false);
                         layout.push(Slot::Text {
                             doc: docs.len(),
                             extra,
@@ -195,7 +230,54 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
         }
     }
 
-    let emitted = emit(
+    // structuredContent: a value twin, or one no text item carries, follows the pages
+    // (`Slot::Structured`); a string twin or a scalar is shaped after emitting.
+    let has_schema = b.has_output_schema(tool);
+    let mut after = None;
+    let mut planned = false;
+    if let Some(sc) = obj.get_mut("structuredContent").map(Value::take) {
+        let candidates: Vec<Option<&str>> = orig_texts
+            .iter()
+            .zip(&is_text_item)
+            .map(|(t, &ok)| ok.then_some(t.as_str()))
+            .collect();
+        let twin = structured::find_twin(&sc, &candidates);
+        drop(candidates);
+        match twin {
+            // A twin of a text item, and the tool declares no outputSchema: clients read the
+            // text; the duplicate goes.
+            Twin::Value { .. } if has_schema == Some(false) => planned = true,
+            Twin::Value { item } => {
+                planned = true;
+                layout.push(Slot::Structured(Plan {
+                    doc: Some(item),
+                    own: false,
+                    orig: Arc::new(rounded(sc, rule.precision)),
+                    valid: true,
+                    declared: has_schema == Some(true),
+                }));
+            }
+            Twin::None if matches!(sc, Value::Object(_) | Value::Array(_)) => {
+                planned = true;
+                let text = serde_json::to_string(&sc).unwrap_or_default();
+                bytes_pre += text.len() as u64;
+                let orig = rounded(sc, rule.precision);
+                orig_texts.push(text);
+                is_text_item.push(false);
+                layout.push(Slot::Structured(Plan {
+                    doc: Some(docs.len()),
+                    own: true,
+                    orig: Arc::new(orig.clone()),
+                    valid: has_schema != Some(false),
+                    declared: has_schema == Some(true),
+                }));
+                docs.push(Document::Json(orig));
+            }
+            _ => after = Some((sc, twin)),
+        }
+    }
+
+    let mut emitted = emit(
         b,
         docs,
         &layout,
@@ -210,25 +292,18 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
             .zip(&orig_texts)
             .any(|(shown, orig)| shown != orig);
 
-    // structuredContent, beside its twin.
-    if let Some(sc) = obj.get_mut("structuredContent").map(Value::take) {
-        let twin = structured::find_twin(&sc, &orig_texts);
-        // A value twin gets the floats its text twin shows (rounded like the text).
-        let sc = match twin {
-            structured::Twin::Value { .. } if rule.precision > 0 => {
-                let text = mcp_budget_core::compact::to_string(&sc, rule.precision);
-                mcp_budget_core::dialect::parse(text.as_bytes()).map_or(sc, |p| p.value)
+    if planned {
+        match emitted.structured.take() {
+            Some(sc) => {
+                obj.insert("structuredContent".into(), sc);
             }
-            _ => sc,
-        };
-        let has_schema = b.has_output_schema(tool);
+            None => {
+                obj.shift_remove("structuredContent");
+            }
+        }
+    } else if let Some((sc, twin)) = after {
         let shown = &emitted.shown;
-        let fate = match emitted.mode {
-            EmitMode::Whole => TwinFate::Whole,
-            EmitMode::Paged => TwinFate::Paged,
-            EmitMode::Elided => TwinFate::Elided,
-        };
-        match structured::shape(sc, &twin, has_schema, fate, |i| {
+        match structured::shape(sc, &twin, has_schema, |i| {
             shown.get(i).cloned().unwrap_or_default()
         }) {
             Some(sc) => {
@@ -270,15 +345,35 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
     }
 }
 
-/// The text item `text` as a document: [`Document::from_text`] without taking `text` (the
-/// caller keeps it to compare with what goes out), so a JSON text is never copied. JSON as
-/// Python servers write it counts ([`mcp_budget_core::dialect`]): lone surrogate escapes
-/// become U+FFFD, `NaN`/`Infinity`/`-Infinity` are kept and written back as they came.
+/// The text `text` as a document ([`parts::document_of`]): the caller keeps `text` to
+/// compare with what goes out, so a JSON text is never copied.
 fn document_of(text: &str) -> Document {
-    match mcp_budget_core::dialect::json_document(text) {
-        Some(v) => Document::Json(v),
-        None => Document::Text(text.to_owned()),
+    parts::document_of(text)
+}
+
+/// Offloads the blobs in `doc` (see [`super::blobs`]): base64 / `data:` strings inside JSON,
+/// or a text that is wholly one. Returns how many.
+fn offload_in_doc(b: &Boundary, doc: &mut Document) -> usize {
+    match doc {
+        Document::Json(v) => b.blobs.offload_in_value(v),
+        Document::Text(t) => match b.blobs.offload_str(t) {
+            Some(desc) => {
+                *doc = Document::Json(serde_json::to_value(desc).unwrap_or_default());
+                1
+            }
+            None => 0,
+        },
     }
+}
+
+/// `v` with its floats rounded to `precision` significant digits, as the compact text shows
+/// them (`0`: unchanged).
+fn rounded(v: Value, precision: u32) -> Value {
+    if precision == 0 {
+        return v;
+    }
+    let text = mcp_budget_core::compact::to_string(&v, precision);
+    mcp_budget_core::dialect::parse(text.as_bytes()).map_or(v, |p| p.value)
 }
 
 /// The base64 payloads of a non-text item (for `bytes_pre`/`tokens_pre`).
@@ -353,12 +448,21 @@ pub(crate) fn emit(
         rendered.push(text);
         doc_tokens.push(t);
     }
+    let plan = layout.iter().find_map(|slot| match slot {
+        Slot::Structured(p) => Some(p.clone()),
+        _ => None,
+    });
     if walk::fits_whole(&doc_tokens, budget) {
         let items = layout
             .iter()
-            .map(|slot| match slot {
-                Slot::Text { doc, extra } => text_item(rendered[*doc].clone(), extra),
-                Slot::Other(v) => v.clone(),
+            .filter_map(|slot| match slot {
+                Slot::Text { doc, extra } => Some(parts::text_item(rendered[*doc].clone(), extra)),
+                Slot::Resource { doc, item } => {
+                    Some(Carrier::Resource(item.clone()).item(rendered[*doc].clone()))
+                }
+                // Whole, the structuredContent goes out as it is: no text item added.
+                Slot::Structured(_) => None,
+                Slot::Other(v) => Some(v.clone()),
             })
             .collect();
         return Emitted {
@@ -368,6 +472,7 @@ pub(crate) fn emit(
             shown: rendered,
             response_id: None,
             mode: EmitMode::Whole,
+            structured: plan.map(|p| Value::clone(&p.orig)),
         };
     }
 
@@ -376,9 +481,20 @@ pub(crate) fn emit(
     let total: u64 = doc_tokens.iter().map(|&t| t as u64).sum();
     let reserve = walk::meta_reserve("000000000000", docs.len(), total, enc, &names);
     let merged = walk::needs_one_document(docs.len(), budget, reserve);
+    let mut carriers = vec![Carrier::Text(Map::new()); docs.len()];
+    for (d, c) in layout.iter().filter_map(Slot::carrier) {
+        if let Some(slot) = carriers.get_mut(d) {
+            *slot = c;
+        }
+    }
+    let mut plan = plan;
     let (docs, rendered, doc_tokens) = if merged {
-        // A budget near the floor and several text items: page them as one JSON array (text
-        // items as JSON strings), which the core pager can always cut.
+        // A budget near the floor and several documents: page them as one JSON array (texts
+        // as JSON strings) in plain text items, which the core pager can always cut.
+        carriers = vec![Carrier::Text(Map::new())];
+        if let Some(p) = &mut plan {
+            p.doc = None;
+        }
         let d = Document::Json(Value::Array(docs.into_iter().map(doc_value).collect()));
         let (text, t) = walk::doc_tokens(&d, precision, enc);
         (vec![d], vec![text], vec![t])
@@ -405,7 +521,11 @@ pub(crate) fn emit(
     seed.push(&budget_seed);
     seed.push(&precision_seed);
     let id = b.store.id_for(&seed, |e| {
-        e.budget == budget && e.precision == precision && e.holds(&docs, &rendered)
+        e.budget == budget
+            && e.precision == precision
+            && e.holds(&docs, &rendered)
+            && e.carriers == carriers
+            && e.structured == plan
     });
     drop(seed);
     let n_docs = n_layout_docs;
@@ -414,8 +534,9 @@ pub(crate) fn emit(
     let entry = match b.store.get(&id) {
         Ok(existing) => existing,
         Err(_) => {
-            let entry =
-                Entry::new(id, docs, doc_tokens, budget, precision, bytes).with_rendered(rendered);
+            let entry = Entry::new(id, docs, doc_tokens, budget, precision, bytes)
+                .with_rendered(rendered)
+                .with_parts(carriers, plan.clone());
             let entry = Arc::new(entry);
             b.store.insert(Arc::clone(&entry));
             entry
@@ -424,12 +545,25 @@ pub(crate) fn emit(
     let id = entry.id.clone();
 
     if overflow == Overflow::Summary {
-        let (text, tokens) = envelope(b, &entry, budget, &names);
+        // A structuredContent beside the envelope is reduced, and counts in full (no text
+        // item carries it); without a declared outputSchema it goes when it does not fit.
+        let mut sc = plan.filter(|p| p.valid).map(|p| {
+            let v = structured::minimal(&p.orig);
+            let t = enc.count(&serde_json::to_string(&v).unwrap_or_default());
+            (v, t, p.declared)
+        });
+        let sc_tokens = sc.as_ref().map_or(0, |(_, t, _)| *t);
+        let (mut text, mut tokens) = envelope(b, &entry, budget.saturating_sub(sc_tokens), &names);
+        if tokens + sc_tokens > budget && sc.as_ref().is_some_and(|(_, _, declared)| !declared) {
+            sc = None;
+            (text, tokens) = envelope(b, &entry, budget, &names);
+        }
+        let tokens = tokens + sc.as_ref().map_or(0, |(_, t, _)| *t);
         let mut items: Vec<Value> = layout
             .iter()
             .filter_map(|slot| match slot {
                 Slot::Other(v) => Some(v.clone()),
-                Slot::Text { .. } => None,
+                _ => None,
             })
             .collect();
         let shown = vec![text.clone(); n_docs.min(1)]
@@ -444,13 +578,15 @@ pub(crate) fn emit(
             bytes: text.len() as u64,
             response_id: Some(id),
             mode: EmitMode::Elided,
+            structured: sc.map(|(v, _, _)| v),
         };
     }
 
-    let Some(page) = walk::page(&entry, 0, budget, enc, &names) else {
+    let Some(sheet) = parts::page_in_budget(&entry, 0, budget, enc, &names, true) else {
         // Unreachable in practice (page 0 always exists); fail safe with the envelope.
         return emit_envelope_only(b, &entry, budget, &names, n_docs);
     };
+    let page = sheet.page;
     let mut shown = vec![String::new(); n_docs];
     for p in &page.parts {
         if let Some(s) = shown.get_mut(p.item) {
@@ -460,18 +596,23 @@ pub(crate) fn emit(
     let mut items = Vec::with_capacity(layout.len() + 1);
     let mut placed = vec![false; entry.docs.len()];
     for slot in layout {
-        match slot {
-            Slot::Text { doc, extra } => {
-                let d = if merged { 0 } else { *doc };
-                if placed.get(d).copied().unwrap_or(true) {
-                    continue;
-                }
-                if let Some(p) = page.parts.iter().find(|p| p.item == d) {
-                    items.push(text_item(p.body.clone(), extra));
-                    placed[d] = true;
-                }
+        let Some((doc, carrier)) = slot.carrier() else {
+            if let Slot::Other(v) = slot {
+                items.push(v.clone());
             }
-            Slot::Other(v) => items.push(v.clone()),
+            continue;
+        };
+        let (d, carrier) = if merged {
+            (0, Carrier::Text(Map::new()))
+        } else {
+            (doc, carrier)
+        };
+        if placed.get(d).copied().unwrap_or(true) {
+            continue;
+        }
+        if let Some(p) = page.parts.iter().find(|p| p.item == d) {
+            items.push(carrier.item(p.body.clone()));
+            placed[d] = true;
         }
     }
     let bytes = page.parts.iter().map(|p| p.body.len()).sum::<usize>() + page.meta.len();
@@ -479,10 +620,11 @@ pub(crate) fn emit(
     Emitted {
         items,
         shown,
-        tokens: page.tokens as u64,
+        tokens: sheet.tokens as u64,
         bytes: bytes as u64,
         response_id: Some(id),
         mode: EmitMode::Paged,
+        structured: sheet.sc.value,
     }
 }
 
@@ -501,6 +643,11 @@ fn emit_envelope_only(
         bytes: text.len() as u64,
         response_id: Some(entry.id.clone()),
         mode: EmitMode::Elided,
+        structured: entry
+            .structured
+            .as_ref()
+            .filter(|p| p.valid)
+            .map(|p| structured::minimal(&p.orig)),
     }
 }
 

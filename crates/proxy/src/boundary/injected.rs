@@ -22,8 +22,9 @@ use serde_json::{Value, json};
 
 use super::Boundary;
 use super::call::{self, EmitMode, Slot};
+use super::parts;
 use super::store::{check_id, parse_cursor};
-use super::walk::{self, ToolNames};
+use super::walk::ToolNames;
 use crate::config::Overflow;
 
 /// Name of the paging tool when no upstream tool has it.
@@ -269,22 +270,25 @@ fn read_more(b: &Boundary, args: &Value, names: &ToolNames) -> Answer {
         Err(f) => return cursor_invalid(b, early, f),
     };
     let budget = budget_arg(args, entry.budget);
-    let Some(page) = walk::page(&entry, k, budget, &b.encoding, names) else {
+    let Some(sheet) = parts::page_in_budget(&entry, k, budget, &b.encoding, names, false) else {
         return cursor_invalid(b, budget, CursorFault::Unknown);
     };
+    let page = sheet.page;
     let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
-    let mut bytes = page.meta.len();
-    for p in page.parts {
-        bytes += p.body.len();
-        content.push(json!({"type":"text","text":p.body}));
-    }
+    let bytes = page.meta.len() + page.parts.iter().map(|p| p.body.len()).sum::<usize>();
+    content.extend(parts::page_items(&entry, page.parts));
     content.push(json!({"type":"text","text":page.meta}));
+    let mut result = json!({ "content": content });
+    if let (Some(sc), Value::Object(r)) = (sheet.sc.value, &mut result) {
+        // A page of a structuredContent carries it (made valid like page 1's).
+        r.insert("structuredContent".into(), sc);
+    }
     Answer {
-        result: json!({ "content": content }),
+        result,
         outcome: Outcome::Paged,
         response_id: Some(entry.id.clone()),
         bytes: bytes as u64,
-        tokens: page.tokens as u64,
+        tokens: sheet.tokens as u64,
     }
 }
 

@@ -4,42 +4,57 @@
 //! and every `tools/call` request that names an injected tool; everything else passes the
 //! relay byte for byte. The shaping rules (DESIGN.md, "Wire contract of the proxy"):
 //!
-//! - **Model-visible tokens** of a result are the sum of the token counts of its `text` items
-//!   (each counted on its own, exactly as it goes out). The budget bounds that sum for every
-//!   result the boundary emits, the meta item included; the banner item is outside it.
-//! - **Compaction first** (`call.rs`): a `text` item holding a JSON object or array is
-//!   parsed, run through the tool's `transform` (jq), and re-emitted compact with floats
-//!   rounded. A result that then fits comes back with no meta item.
+//! - **Model-visible tokens** of a result are the token counts of its `text` items, plus the
+//!   `text` of its embedded `resource` items, plus its `structuredContent` when no text item
+//!   carries it (a twin counts once: as its text item, plus whatever it holds beyond it), each
+//!   counted on its own, exactly as it goes out. The budget bounds that sum for every result
+//!   the boundary emits, the meta item included; the banner item is outside it. Images are not
+//!   counted (their vision cost is not modelled).
+//! - **Documents** (`parts.rs`): each model-visible part is a document — a `text` item's text,
+//!   an embedded resource's text, a structuredContent no text item carries — paged in order as
+//!   one sequence; each piece goes out in its own wrapper (a text item; a `resource` item with
+//!   the piece as `resource.text`, its other members kept on every page; a plain text item for
+//!   a structuredContent's page).
+//! - **Compaction first** (`call.rs`): a `text` item (or embedded resource text) holding a
+//!   JSON object or array is parsed, run through the tool's `transform` (jq; text items
+//!   only), and re-emitted compact with floats rounded. A result that then fits comes back
+//!   with no meta item (and a structuredContent no text item carries goes out whole, with no
+//!   text item added).
 //! - **Over budget**: page 1 and the meta item (the last content item), or with
 //!   `overflow = "summary"` the elision envelope whose `next_cursor` (`<id>.0`) leads to
 //!   page 1. The shaped full response is cached (`store.rs`: bounded in bytes, least recently used
 //!   out first, TTL from last use) for `read_more` and `query_response` (`injected.rs`), which
 //!   never call the upstream server.
-//! - **Several text items** (`walk.rs`) are paged as one sequence in order: a page holds
-//!   whole items while they fit and cuts the first one that does not; each item stays its
-//!   own content item, so following the cursors gives every item back exactly. With a
-//!   budget near the floor (below about 360 tokens), where a whole item beside the meta item
-//!   might not fit and the core pager (floor 256) would not cut it, the items are instead
-//!   paged as one JSON array of their values (text items as JSON strings).
+//! - **Several documents** (`walk.rs`) are paged as one sequence in order: a page holds
+//!   whole documents while they fit and cuts the first one that does not; each stays its own
+//!   content item, so following the cursors gives every one back exactly. With a budget near
+//!   the floor (below about 360 tokens), where a whole document beside the meta item might
+//!   not fit and the core pager (floor 256) would not cut it, the documents are instead paged
+//!   as one JSON array of their values (texts as JSON strings) in plain text items.
 //! - **Units too big for a page**: a JSON text whose object key or number is too big to sit
 //!   on a page beside the meta item (the pager never splits those) is paged as its compact
 //!   text instead, cut at character boundaries, so the budget still holds.
-//! - **Non-text items** (`resource_link`, `resource` with text, small images) cost no
-//!   model-visible tokens and are all kept on page 1, in their original order.
+//! - **Other items** (`resource_link`, small images, unknown types) cost no model-visible
+//!   tokens and are all kept on page 1, in their original order.
 //! - **structuredContent** (`structured.rs`): a member that is a string twin of a text item
 //!   (`{"content": <the text>}`, the filesystem server) carries what that text item carries
 //!   (compacted text or page 1), so it stays valid against `{content: string}`. A value twin
-//!   (structuredContent equal to a text item's JSON) follows page 1 when the text is paged:
-//!   arrays cut to the elements page 1 shows, members page 1 does not show filled from the
-//!   original (short values kept, arrays empty), so types and required members still hold.
-//!   Anything else is kept whole. A twin is dropped only when `tools/list` showed that the
-//!   tool declares no outputSchema.
+//!   (equal to a text item's JSON), and a structuredContent no text item carries, follow the
+//!   pages of their document: each page's structuredContent is that page completed from the
+//!   original (members the page does not show filled in reduced: short values kept, arrays
+//!   empty, long strings empty; arrays holding the elements the page shows), so types,
+//!   required members and `additionalProperties: false` still hold. What it holds beyond its
+//!   text item counts in the budget (`parts.rs` asks for a smaller page, then cuts its
+//!   arrays); when even that cannot fit, page 1 of a tool that declares an outputSchema keeps
+//!   it over the budget (the one exception) and later pages carry none. A value twin is
+//!   dropped only when `tools/list` showed that the tool declares no outputSchema; without
+//!   one, a page's structuredContent is the page itself.
 //! - **Blobs** (`blobs.rs`): image/audio `data`, resource `blob`, and base64 / `data:`
 //!   strings inside JSON text that decode to more than the threshold are written to files
 //!   (SHA-256 names, mode 0600, directory 0700) and replaced by a text description
 //!   ([`mcp_budget_core::wire::BlobOffload`]) whose tokens count.
-//! - **query_response** runs jq (the jaq crates) on the cached response: its one text item
-//!   as JSON (a text that is not JSON as a JSON string), or an array of its text items; one
+//! - **query_response** runs jq (the jaq crates) on the cached response: its one document
+//!   as JSON (a text that is not JSON as a JSON string), or an array of its documents; one
 //!   output is that value, several an array; a single string output is shown as plain text.
 //!   The output is shaped and paged by the same rules under its own response id. The filter
 //!   runs in a jq worker process (`crate::jq`: empty environment, no files, memory and CPU
@@ -75,6 +90,7 @@ mod blobs;
 mod call;
 pub mod injected;
 mod list;
+mod parts;
 mod store;
 mod structured;
 mod walk;

@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 use mcp_budget_core::paginate::{Document, Position};
 use mcp_budget_core::wire::CursorFault;
 
+use super::parts::Carrier;
+use super::structured::Plan;
+
 /// How many dropped ids are remembered to tell `expired` from `unknown`.
 pub(crate) const TOMBSTONES: usize = 65_536;
 
@@ -29,7 +32,8 @@ pub(crate) type SeqPos = (usize, Position);
 pub(crate) struct Entry {
     /// 12 lowercase hex digits.
     pub(crate) id: String,
-    /// The model-visible text items after compaction, transform and offloading, in order.
+    /// The model-visible documents (text items, embedded resources' texts, a structuredContent
+    /// no text item carries) after compaction, transform and offloading, in order.
     pub(crate) docs: Vec<Document>,
     /// Exact tokens of each doc's whole rendering.
     pub(crate) doc_tokens: Vec<usize>,
@@ -45,6 +49,10 @@ pub(crate) struct Entry {
     /// counted in `doc_tokens`; empty when not kept. Tells a response shaped again from
     /// another with the same id by a byte comparison, not a walk of two JSON trees.
     pub(crate) rendered: Vec<String>,
+    /// How each doc's pieces go out (a text item, an embedded resource …); empty: text items.
+    pub(crate) carriers: Vec<Carrier>,
+    /// How structuredContent follows the pages, when it does.
+    pub(crate) structured: Option<Plan>,
     /// Start of every page computed so far, by page number, and the next page's number for
     /// each (page number, budget) already computed.
     pub(crate) book: Mutex<PageBook>,
@@ -78,6 +86,8 @@ impl Entry {
             precision,
             bytes,
             rendered: Vec::new(),
+            carriers: Vec::new(),
+            structured: None,
             book: Mutex::new(PageBook {
                 positions: vec![(0, Position::start())],
                 next_of: HashMap::new(),
@@ -88,6 +98,13 @@ impl Entry {
     /// The entry keeping `rendered`, the whole rendering of each of its docs.
     pub(crate) fn with_rendered(mut self, rendered: Vec<String>) -> Entry {
         self.rendered = rendered;
+        self
+    }
+
+    /// The entry with the carriers of its docs and its structuredContent plan.
+    pub(crate) fn with_parts(mut self, carriers: Vec<Carrier>, structured: Option<Plan>) -> Entry {
+        self.carriers = carriers;
+        self.structured = structured;
         self
     }
 
@@ -105,8 +122,9 @@ impl Entry {
             })
     }
 
-    /// The response as the input of a jq query: the one text item's value (a text that is not
-    /// JSON as a JSON string), or an array of them when there are several.
+    /// The response as the input of a jq query: the one document's value (a text that is not
+    /// JSON as a JSON string), or an array of them when there are several (text items,
+    /// embedded resources' texts, and a structuredContent no text item carries, in order).
     pub(crate) fn query_input(&self) -> serde_json::Value {
         let mut values: Vec<serde_json::Value> = self
             .docs

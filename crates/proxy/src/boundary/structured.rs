@@ -1,24 +1,31 @@
-//! `structuredContent` next to its text twin.
+//! `structuredContent` next to its text twin, or paged as a document of its own.
 //!
 //! Rules (DESIGN.md: "never dropped when the tool declares an outputSchema; paged with its
-//! text twin and stays valid against that schema"):
+//! text twin and stays valid against that schema"; it is model-visible when no text item
+//! carries it):
 //! - **String twin**: an object one of whose members is a string equal to a `text` item's
 //!   text (the filesystem server's `directory_tree`: `{"content": <the text>}` with outputSchema
 //!   `{content: string}`). That member is set to what the twin text item carries in the
 //!   emitted result (the compacted text, or page 1's body). It stays a string, so the schema
-//!   still holds.
-//! - **Value twin**: structuredContent value-equal to a JSON `text` item. Its floats are
-//!   rounded like the text's (the caller does that). When the text fits it is kept whole. When the text is paged it follows page 1 ([`prefix`]): every array
-//!   is cut to the elements page 1 shows, and members page 1 does not show are filled from the
-//!   original (short values as they are, arrays empty, objects likewise reduced), so objects
-//!   keep all their members and the types stay those of the original: valid against schemas
-//!   that constrain types, required members and additional properties (not `minItems`).
-//!   In summary mode, with no page 1, it is reduced the same way ([`minimal`]).
-//! - No twin: kept whole and unchanged.
+//!   still holds ([`shape`]).
+//! - **Value twin**: structuredContent value-equal to a JSON `text` item; and **no twin**: a
+//!   structuredContent object or array no text item carries, which becomes a document of its
+//!   own (its pages go out as text items too). Both follow their document's pages through a
+//!   [`Plan`]: floats rounded like the text; whole when the result fits; on a page, the page
+//!   made valid ([`complete`]: arrays hold the elements the page shows, members the page does
+//!   not show are filled in [`minimal`]), so types, required members and additional
+//!   properties hold (not `minItems`, string lengths or patterns); in summary mode, and on
+//!   page 1 when the page shows none of it, [`minimal`]. What a page's value holds beyond its
+//!   text item counts in the budget (`parts.rs` keeps it in).
 //! - A twin (either kind) is dropped only when the tool is known (from `tools/list`) to declare
 //!   no outputSchema: it duplicates a text item, and clients then read the text. When the
 //!   proxy has not seen the tool in `tools/list`, it is kept as above (a client that knows an
-//!   outputSchema rejects a result without structuredContent).
+//!   outputSchema rejects a result without structuredContent). Without an outputSchema, a
+//!   structuredContent of its own is paged as the page itself.
+
+use mcp_budget_core::paginate::{PathStep, Position};
+use mcp_budget_core::tokens::Encoding;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -41,12 +48,14 @@ pub(crate) enum Twin {
     },
 }
 
-/// Finds the twin of `sc` among the original texts of the text items.
-pub(crate) fn find_twin(sc: &Value, texts: &[String]) -> Twin {
+/// Finds the twin of `sc` among the original texts of the text items: `texts[i]` is the text
+/// of document `i` when that document is a `text` item, `None` for any other document (an
+/// embedded resource's text, an offloaded blob), which no structuredContent twins.
+pub(crate) fn find_twin(sc: &Value, texts: &[Option<&str>]) -> Twin {
     if let Value::Object(o) = sc {
         for (key, v) in o {
             if let Value::String(s) = v
-                && let Some(item) = texts.iter().position(|t| t == s)
+                && let Some(item) = texts.iter().position(|t| *t == Some(s.as_str()))
             {
                 return Twin::Str {
                     key: key.clone(),
@@ -57,6 +66,7 @@ pub(crate) fn find_twin(sc: &Value, texts: &[String]) -> Twin {
     }
     if matches!(sc, Value::Object(_) | Value::Array(_)) {
         for (item, t) in texts.iter().enumerate() {
+            let Some(t) = t else { continue };
             // Read as text items are (Python's NaN and lone surrogates included).
             if mcp_budget_core::dialect::json_document(t).is_some_and(|v| &v == sc) {
                 return Twin::Value { item };
@@ -66,18 +76,9 @@ pub(crate) fn find_twin(sc: &Value, texts: &[String]) -> Twin {
     Twin::None
 }
 
-/// How the twin text item went out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TwinFate {
-    /// Whole (compacted): a value twin stays as it is.
-    Whole,
-    /// Paged: a value twin follows page 1.
-    Paged,
-    /// Replaced by the elision envelope: a value twin is reduced.
-    Elided,
-}
-
-/// The structuredContent to emit, or `None` to drop it.
+/// The structuredContent to emit beside a string twin (or a scalar that twins nothing), or
+/// `None` to drop it. Value twins and structuredContent that no text item carries follow
+/// their pages through a [`Plan`] instead.
 ///
 /// `has_schema`: `Some(true/false)` when `tools/list` said whether the tool declares an
 /// outputSchema, `None` when unknown. `emitted(item)`: the text that text item `item` carries
@@ -86,28 +87,241 @@ pub(crate) fn shape(
     mut sc: Value,
     twin: &Twin,
     has_schema: Option<bool>,
-    fate: TwinFate,
     emitted: impl Fn(usize) -> String,
 ) -> Option<Value> {
     if has_schema == Some(false) && *twin != Twin::None {
         return None;
     }
-    match twin {
-        Twin::Str { key, item } => {
-            if let Some(slot) = sc.get_mut(key.as_str()) {
-                *slot = Value::String(emitted(*item));
+    if let Twin::Str { key, item } = twin
+        && let Some(slot) = sc.get_mut(key.as_str())
+    {
+        *slot = Value::String(emitted(*item));
+    }
+    Some(sc)
+}
+
+/// How a structuredContent value follows the pages of the document that carries it: a value
+/// twin follows its text item's document; a structuredContent that no text item carries is
+/// a document of its own (its page goes out in a text item of its own too).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Plan {
+    /// Index of the carrying document among the response's documents; `None` when the
+    /// documents were merged into one array (budgets near the floor): then page 1 carries
+    /// [`minimal`] and later pages none.
+    pub(crate) doc: Option<usize>,
+    /// The document is the structuredContent itself (no text item carried it).
+    pub(crate) own: bool,
+    /// The structuredContent, floats rounded like the text (shared: plans are cloned).
+    pub(crate) orig: Arc<Value>,
+    /// Keep every page valid against an outputSchema ([`complete`]): the tool declares one
+    /// or `tools/list` has not said. Otherwise a page's structuredContent is the page itself.
+    pub(crate) valid: bool,
+    /// The tool is known to declare an outputSchema: page 1 keeps a structuredContent even
+    /// when nothing smaller than the budget is valid.
+    pub(crate) declared: bool,
+}
+
+/// What a page carries as structuredContent.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ScPage {
+    /// The value; `None`: no structuredContent on this page.
+    pub(crate) value: Option<Value>,
+    /// Its model-visible tokens beyond the text item that carries it (all of its tokens when
+    /// no text item on the page carries it).
+    pub(crate) extra: usize,
+}
+
+impl Plan {
+    /// The structuredContent of a page. `part`: the body, start and root of the page's part
+    /// of the carrying document, when the page has one; `first` when it is page 1 of the
+    /// tool's own result (which must carry a valid value even without a part: [`minimal`]).
+    /// `fill`: make it valid ([`complete`]); without it the page value itself, a twin of
+    /// its text item (no extra tokens). `room`: when set and the value holds more than `room`
+    /// tokens beyond its text item, its arrays are cut further ([`shrink_to`]) until all of
+    /// its tokens fit `room` (a value cut below the page no longer twins the text item).
+    pub(crate) fn for_page(
+        &self,
+        part: Option<(&str, &Position, &[PathStep])>,
+        first: bool,
+        fill: bool,
+        room: Option<usize>,
+        encoding: &Encoding,
+    ) -> ScPage {
+        let none = ScPage {
+            value: None,
+            extra: 0,
+        };
+        let page = part.and_then(|(body, start, root)| {
+            mcp_budget_core::dialect::parse(body.as_bytes())
+                .ok()
+                .map(|p| p.value)
+                .filter(|v| matches!(v, Value::Object(_) | Value::Array(_)))
+                .map(|v| (body, v, start, root))
+        });
+        match page {
+            Some((body, v, start, root)) if fill && self.valid => {
+                let steps = position_steps(start);
+                let body_tokens = encoding.count(body);
+                let count = |value: &Value| {
+                    encoding.count(&serde_json::to_string(value).unwrap_or_default())
+                };
+                let mut value = complete_at(&self.orig, root, &v, &steps, minimal);
+                let mut extra = count(&value).saturating_sub(body_tokens);
+                if let Some(room) = room {
+                    // No smaller page. Members filled in bare, then fewer elements than the
+                    // text item shows: while it still holds the page's structure it twins the
+                    // text item (counting once, at the larger of the two); cut below that,
+                    // all of its tokens count.
+                    for filler in [minimal as fn(&Value) -> Value, bare] {
+                        if extra <= room {
+                            break;
+                        }
+                        value = complete_at(&self.orig, root, &v, &steps, filler);
+                        shrink_to(&mut value, body_tokens + room, encoding);
+                        extra = count(&value).saturating_sub(body_tokens);
+                        if !carries_within(&value, &v) {
+                            shrink_to(&mut value, room, encoding);
+                            extra = count(&value);
+                        }
+                    }
+                }
+                ScPage {
+                    value: Some(value),
+                    extra,
+                }
             }
-            Some(sc)
-        }
-        Twin::Value { item } => Some(match fate {
-            TwinFate::Whole => sc,
-            TwinFate::Elided => minimal(&sc),
-            TwinFate::Paged => match mcp_budget_core::dialect::parse(emitted(*item).as_bytes()) {
-                Ok(page) => prefix(&sc, Some(&page.value)),
-                Err(_) => minimal(&sc),
+            Some((_, v, _, _)) => ScPage {
+                value: Some(v),
+                extra: 0,
             },
-        }),
-        Twin::None => Some(sc),
+            None if first && self.valid => {
+                let mut value = minimal(&self.orig);
+                if let Some(room) = room {
+                    shrink_to(&mut value, room, encoding);
+                    let text = serde_json::to_string(&value).unwrap_or_default();
+                    if encoding.count(&text) > room {
+                        value = bare(&self.orig);
+                        shrink_to(&mut value, room, encoding);
+                    }
+                }
+                let extra = encoding.count(&serde_json::to_string(&value).unwrap_or_default());
+                ScPage {
+                    value: Some(value),
+                    extra,
+                }
+            }
+            None => none,
+        }
+    }
+}
+
+/// Cuts elements off the end of `value`'s arrays (the last non-empty array in document
+/// order first) until its compact JSON is at most `max_tokens`; types and required members
+/// stay. Returns whether it got there.
+pub(crate) fn shrink_to(value: &mut Value, max_tokens: usize, encoding: &Encoding) -> bool {
+    /// Most cuts tried (each costs a count of a page-sized text).
+    const CUTS: usize = 256;
+    for _ in 0..CUTS {
+        let text = serde_json::to_string(value).unwrap_or_default();
+        if encoding.count(&text) <= max_tokens {
+            return true;
+        }
+        if !pop_last(value) {
+            return false;
+        }
+    }
+    false
+}
+
+/// Whether `sc`, or a value inside it, holds `page`'s structure: every member the page shows,
+/// held the same way; arrays element by element (`sc` may hold fewer, not none when the page
+/// has some); other values equal. A structuredContent that holds its text item's page this
+/// way twins that text item.
+pub(crate) fn carries_within(sc: &Value, page: &Value) -> bool {
+    fn carries(sc: &Value, page: &Value) -> bool {
+        match (sc, page) {
+            (Value::Object(s), Value::Object(p)) => p
+                .iter()
+                .all(|(k, pv)| s.get(k).is_some_and(|sv| carries(sv, pv))),
+            (Value::Array(s), Value::Array(p)) => {
+                s.len() <= p.len()
+                    && (!s.is_empty() || p.is_empty())
+                    && s.iter().zip(p).all(|(sv, pv)| carries(sv, pv))
+            }
+            _ => sc == page,
+        }
+    }
+    carries(sc, page)
+        || match sc {
+            Value::Object(o) => o.values().any(|v| carries_within(v, page)),
+            Value::Array(a) => a.iter().any(|v| carries_within(v, page)),
+            _ => false,
+        }
+}
+
+/// Removes the last element of the last non-empty array in `v` (document order, deepest
+/// first); `false` when every array is empty.
+fn pop_last(v: &mut Value) -> bool {
+    match v {
+        Value::Array(a) => {
+            if let Some(last) = a.last_mut()
+                && pop_last(last)
+            {
+                return true;
+            }
+            a.pop().is_some()
+        }
+        Value::Object(o) => o.values_mut().rev().any(pop_last),
+        _ => false,
+    }
+}
+
+/// The steps of a JSON position (member index in key order, element index, last a byte
+/// offset in a string), read from its display form `1.<hex>.<hex>…`; empty for the start or
+/// a text position.
+pub(crate) fn position_steps(p: &Position) -> Vec<usize> {
+    let s = p.to_string();
+    match s.split_once('.') {
+        Some(("1", rest)) => rest
+            .split('.')
+            .map_while(|h| usize::from_str_radix(h, 16).ok())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// [`complete`] of a page whose body is the sub-tree at `root`: the ancestors on `root` are
+/// filled from `orig` ([`minimal`] members beside the path, arrays holding only the element
+/// on the path). `steps`: the page's start from `$` ([`position_steps`]).
+pub(crate) fn complete_at(
+    orig: &Value,
+    root: &[PathStep],
+    page: &Value,
+    steps: &[usize],
+    fill: fn(&Value) -> Value,
+) -> Value {
+    let Some((step, below)) = root.split_first() else {
+        return complete(orig, page, steps, fill);
+    };
+    let steps = steps.get(1..).unwrap_or(&[]);
+    match (orig, step) {
+        (Value::Object(o), PathStep::Key(k)) => Value::Object(
+            o.iter()
+                .map(|(kk, v)| {
+                    let v = if kk == k {
+                        complete_at(v, below, page, steps, fill)
+                    } else {
+                        fill(v)
+                    };
+                    (kk.clone(), v)
+                })
+                .collect(),
+        ),
+        (Value::Array(a), PathStep::Index(i)) => match a.get(*i) {
+            Some(v) => Value::Array(vec![complete_at(v, below, page, steps, fill)]),
+            None => fill(orig),
+        },
+        _ => fill(orig),
     }
 }
 
@@ -115,36 +329,74 @@ pub(crate) fn shape(
 /// filling members a page does not show (the same limit as the pager's skeleton).
 const SHORT_BYTES: usize = 64;
 
-/// `orig` cut to what `page` (a page 1 of it, rooted at `$`) shows: arrays keep the elements
-/// the page shows (in part or whole), members the page does not show are [`minimal`].
-pub(crate) fn prefix(orig: &Value, page: Option<&Value>) -> Value {
+/// A page of `orig` (its body `page` rooted at `orig`'s root, starting at `steps`, see
+/// [`position_steps`]) made into a value of the same shape as `orig`: every object keeps all
+/// of `orig`'s members in order (those the page shows, completed the same way, the others
+/// [`minimal`]), arrays hold the elements the page shows (each completed against the
+/// element of `orig` it is: on the start path offset by the start's index), and strings and
+/// other scalars are what the page shows (a piece of a long string stays a piece). Types and
+/// required members hold, so a value valid against a schema that constrains types, required
+/// members and additional properties stays valid (not `minItems`, string patterns or lengths).
+pub(crate) fn complete(
+    orig: &Value,
+    page: &Value,
+    steps: &[usize],
+    fill: fn(&Value) -> Value,
+) -> Value {
     match (orig, page) {
-        (Value::Object(o), Some(Value::Object(p))) => Value::Object(
+        (Value::Object(o), Value::Object(p)) => Value::Object(
             o.iter()
-                .map(|(k, v)| {
+                .enumerate()
+                .map(|(idx, (k, v))| {
                     let v = match p.get(k) {
-                        Some(pv) => prefix(v, Some(pv)),
-                        None => minimal(v),
+                        Some(pv) => {
+                            let rest = match steps.split_first() {
+                                Some((&s, rest)) if s == idx => rest,
+                                _ => &[],
+                            };
+                            complete(v, pv, rest, fill)
+                        }
+                        None => fill(v),
                     };
                     (k.clone(), v)
                 })
                 .collect(),
         ),
-        (Value::Array(a), Some(Value::Array(p))) => Value::Array(
-            a.iter()
-                .zip(p.iter())
-                .map(|(v, pv)| prefix(v, Some(pv)))
-                .collect(),
-        ),
-        (Value::Object(_) | Value::Array(_), _) => minimal(orig),
-        // Scalars (a string cut into pieces included) stay whole: cutting one could break a
-        // pattern or format.
-        _ => orig.clone(),
+        (Value::Array(a), Value::Array(p)) => {
+            let (offset, rest) = match steps.split_first() {
+                Some((&s, rest)) => (s, rest),
+                None => (0, &[][..]),
+            };
+            Value::Array(
+                p.iter()
+                    .enumerate()
+                    .map(|(j, pv)| match a.get(offset.saturating_add(j)) {
+                        Some(v) => complete(v, pv, if j == 0 { rest } else { &[] }, fill),
+                        None => pv.clone(),
+                    })
+                    .collect(),
+            )
+        }
+        (Value::Object(_) | Value::Array(_), _) => fill(orig),
+        _ => page.clone(),
+    }
+}
+
+/// `v` bare, the last resort when even [`minimal`] members do not fit: strings empty,
+/// numbers `0`, arrays empty, objects with every member bare, booleans and null as they are.
+/// Types and required members hold; values are placeholders.
+pub(crate) fn bare(v: &Value) -> Value {
+    match v {
+        Value::String(_) => Value::String(String::new()),
+        Value::Number(_) => Value::from(0),
+        Value::Array(_) => Value::Array(Vec::new()),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), bare(v))).collect()),
+        _ => v.clone(),
     }
 }
 
 /// `v` reduced: short values as they are, arrays empty, objects with every member reduced,
-/// other scalars whole.
+/// long strings empty, other scalars whole.
 pub(crate) fn minimal(v: &Value) -> Value {
     let short = || {
         serde_json::to_string(v)
@@ -155,6 +407,7 @@ pub(crate) fn minimal(v: &Value) -> Value {
         Value::Array(_) if short() => v.clone(),
         Value::Array(_) => Value::Array(Vec::new()),
         Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), minimal(v))).collect()),
+        Value::String(_) if !short() => Value::String(String::new()),
         _ => v.clone(),
     }
 }
@@ -165,8 +418,8 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn twins_are_found() {
-        let texts = vec!["hello".to_owned(), "{\"a\": 1}".to_owned()];
+    fn twins_are_found_among_text_items_only() {
+        let texts = vec![Some("hello"), Some("{\"a\": 1}"), None];
         assert_eq!(
             find_twin(&json!({"content":"hello"}), &texts),
             Twin::Str {
@@ -176,6 +429,8 @@ mod tests {
         );
         assert_eq!(find_twin(&json!({"a":1}), &texts), Twin::Value { item: 1 });
         assert_eq!(find_twin(&json!({"a":2}), &texts), Twin::None);
+        // An empty string member twins no document that is not a text item.
+        assert_eq!(find_twin(&json!({"x":""}), &[None]), Twin::None);
     }
 
     #[test]
@@ -185,56 +440,113 @@ mod tests {
             item: 0,
         };
         let sc = json!({"content":"long"});
-        let paged = TwinFate::Paged;
+        assert_eq!(shape(sc.clone(), &twin, Some(false), |_| "p".into()), None);
         assert_eq!(
-            shape(sc.clone(), &twin, Some(false), paged, |_| "p".into()),
-            None
-        );
-        assert_eq!(
-            shape(sc.clone(), &twin, Some(true), paged, |_| "p".into()),
+            shape(sc.clone(), &twin, Some(true), |_| "p".into()),
             Some(json!({"content":"p"}))
         );
         assert_eq!(
-            shape(sc, &twin, None, paged, |_| "p".into()),
+            shape(sc, &twin, None, |_| "p".into()),
             Some(json!({"content":"p"}))
         );
-        let other = json!({"x":1});
+        let other = json!(3);
         assert_eq!(
-            shape(other.clone(), &Twin::None, Some(false), paged, |_| {
-                String::new()
-            }),
+            shape(other.clone(), &Twin::None, Some(false), |_| String::new()),
             Some(other)
         );
     }
 
     #[test]
-    fn value_twin_follows_page_one_and_keeps_every_member() {
+    fn page_one_is_completed_with_every_member() {
         let orig = json!({"items": [
             {"id": 0, "name": "a", "tags": ["x", "y"]},
             {"id": 1, "name": "b", "tags": ["x"]},
             {"id": 2, "name": "c", "tags": []}
-        ], "total": 3, "big": {"list": (100..140).collect::<Vec<u32>>()}});
+        ], "total": 3, "big": {"list": (100..140).collect::<Vec<u32>>()}, "long": "z".repeat(100)});
         let page = json!({"items": [{"id": 0, "name": "a", "tags": ["x", "y"]}, {"id": 1}]});
-        let twin = Twin::Value { item: 0 };
-        let out = shape(orig.clone(), &twin, Some(true), TwinFate::Paged, |_| {
-            page.to_string()
-        })
-        .unwrap();
         assert_eq!(
-            out,
+            complete(&orig, &page, &[], minimal),
             json!({"items": [
-            {"id": 0, "name": "a", "tags": ["x", "y"]},
-            {"id": 1, "name": "b", "tags": ["x"]}
-        ], "total": 3, "big": {"list": []}})
+                {"id": 0, "name": "a", "tags": ["x", "y"]},
+                {"id": 1, "name": "b", "tags": ["x"]}
+            ], "total": 3, "big": {"list": []}, "long": ""})
         );
-        let whole = shape(orig.clone(), &twin, Some(true), TwinFate::Whole, |_| {
-            String::new()
-        });
-        assert_eq!(whole, Some(orig.clone()));
-        let elided = shape(orig, &twin, None, TwinFate::Elided, |_| String::new()).unwrap();
         assert_eq!(
-            elided,
-            json!({"items": [], "total": 3, "big": {"list": []}})
+            minimal(&orig),
+            json!({"items": [], "total": 3, "big": {"list": []}, "long": ""})
         );
+    }
+
+    #[test]
+    fn later_pages_are_completed_against_the_elements_they_show() {
+        let orig = json!({"n": 2, "rows": [
+            {"id": 0, "text": "a".repeat(10)},
+            {"id": 1, "text": "b".repeat(10)},
+            {"id": 2, "text": "c".repeat(10)}
+        ]});
+        // Page 2 starts inside row 1's text (member 1 of the root, element 1, member 1,
+        // byte 4): its skeleton repeats row 1's id.
+        let page = json!({"rows": [{"id": 1, "text": "bbbbbb"}, {"id": 2}]});
+        assert_eq!(
+            complete(&orig, &page, &[1, 1, 1, 4], minimal),
+            json!({"n": 2, "rows": [{"id": 1, "text": "bbbbbb"}, {"id": 2, "text": "cccccccccc"}]})
+        );
+        // A body rooted below `$` (at `$.rows[2]`) is put back in its ancestors.
+        let body = json!({"id": 2, "text": "cc"});
+        let root = [PathStep::Key("rows".into()), PathStep::Index(2)];
+        assert_eq!(
+            complete_at(&orig, &root, &body, &[1, 2, 1, 0], minimal),
+            json!({"n": 2, "rows": [{"id": 2, "text": "cc"}]})
+        );
+    }
+
+    #[test]
+    fn shrinking_cuts_the_last_arrays_first_and_keeps_members() {
+        let enc = Encoding::Cl100kBase;
+        let mut v = json!({"a": [1, 2, 3, 4, 5, 6, 7, 8], "b": {"c": [[1, 2], [3, 4]]}, "n": 1});
+        let target = enc.count(r#"{"a":[1,2,3,4,5,6,7,8],"b":{"c":[[1,2]]},"n":1}"#);
+        assert!(shrink_to(&mut v, target, &enc));
+        assert_eq!(v["b"]["c"], json!([[1, 2]]));
+        assert_eq!(v["a"].as_array().unwrap().len(), 8);
+        assert!(shrink_to(&mut v, 5, &enc) || v == json!({"a": [], "b": {"c": []}, "n": 1}));
+        assert_eq!(v["n"], 1);
+    }
+
+    #[test]
+    fn bare_keeps_types_and_members_only() {
+        assert_eq!(
+            bare(&json!({"a": "name", "n": 12.5, "b": true, "z": null, "l": [1], "o": {"k": "v"}})),
+            json!({"a": "", "n": 0, "b": true, "z": null, "l": [], "o": {"k": ""}})
+        );
+    }
+
+    #[test]
+    fn position_steps_read_the_display_form() {
+        assert_eq!(position_steps(&Position::start()), Vec::<usize>::new());
+        let p: Position = "1.1.a.0".parse().unwrap();
+        assert_eq!(position_steps(&p), vec![1, 10, 0]);
+    }
+
+    #[test]
+    fn a_plan_gives_page_one_a_value_even_without_a_part() {
+        let plan = Plan {
+            doc: Some(1),
+            own: true,
+            orig: Arc::new(json!({"a": [1, 2, 3], "b": "x"})),
+            valid: true,
+            declared: true,
+        };
+        let enc = Encoding::Cl100kBase;
+        let sc = plan.for_page(None, true, true, None, &enc);
+        assert_eq!(sc.value, Some(json!({"a": [1, 2, 3], "b": "x"})));
+        assert_eq!(sc.extra, enc.count(r#"{"a":[1,2,3],"b":"x"}"#));
+        assert_eq!(plan.for_page(None, false, true, None, &enc).value, None);
+        let start = Position::start();
+        let part = Some(("{\"a\":[1]}", &start, &[][..]));
+        let filled = plan.for_page(part, false, true, None, &enc);
+        assert_eq!(filled.value, Some(json!({"a": [1], "b": "x"})));
+        assert!(filled.extra > 0);
+        let raw = plan.for_page(part, false, false, None, &enc);
+        assert_eq!((raw.value, raw.extra), (Some(json!({"a": [1]})), 0));
     }
 }

@@ -1,6 +1,8 @@
-//! Pages of a cached response: the text items as one paged sequence.
+//! Pages of a cached response: its documents (text items, embedded resources' texts, a
+//! structuredContent no text item carries; see [`super::parts`]) as one paged sequence; this
+//! module calls them items.
 //!
-//! A response may hold several `text` items. They are paged as one sequence, in order: a page
+//! A response may hold several items. They are paged as one sequence, in order: a page
 //! holds whole items while they fit, and the first item that does not fit is cut by the core
 //! [`Pager`] (which never cuts JSON in the middle and shows at least one new unit). Every item
 //! stays a separate content item, so following the cursors gives each item back exactly (its
@@ -11,7 +13,7 @@
 //! budget (each item is counted on its own, exactly as it goes out).
 
 use mcp_budget_core::paginate::meta::{self, HintTools};
-use mcp_budget_core::paginate::{Document, PageInfo, Pager, Position};
+use mcp_budget_core::paginate::{Document, PageInfo, Pager, PathStep, Position};
 use mcp_budget_core::tokens::Encoding;
 
 use super::store::{Entry, SeqPos};
@@ -41,6 +43,10 @@ pub(crate) struct Part {
     pub(crate) item: usize,
     /// The text that goes out.
     pub(crate) body: String,
+    /// Where the part starts in its item ([`Position::start`] for a whole item or page 1).
+    pub(crate) start: Position,
+    /// For a JSON part, the path of its body in the item (empty: rooted at `$`).
+    pub(crate) root: Vec<PathStep>,
 }
 
 /// A page of a cached response.
@@ -164,6 +170,8 @@ pub(crate) fn page(
             parts.push(Part {
                 item,
                 body: doc.render(entry.precision),
+                start: Position::start(),
+                root: Vec::new(),
             });
             shown.push(part_shown(entry, item, None));
             used += item_tokens;
@@ -211,7 +219,12 @@ pub(crate) fn page(
                 shown.push(part_shown(entry, item, Some(&p.shown)));
                 used += p.tokens;
                 meta = Some(m);
-                parts.push(Part { item, body: p.body });
+                parts.push(Part {
+                    item,
+                    body: p.body,
+                    start: p.start,
+                    root: p.root,
+                });
                 next = match p.next {
                     Some(np) => Some((item, np)),
                     None if more_items => Some((item + 1, Position::start())),
@@ -222,7 +235,12 @@ pub(crate) fn page(
                 // The pager found it whole within `pager_budget`: keep it whole and let the
                 // meta below account for itself (only reachable with budgets near the floor).
                 let t = encoding.count(&p.body);
-                parts.push(Part { item, body: p.body });
+                parts.push(Part {
+                    item,
+                    body: p.body,
+                    start: Position::start(),
+                    root: Vec::new(),
+                });
                 shown.push(part_shown(entry, item, None));
                 used += t;
                 item += 1;

@@ -55,6 +55,85 @@ pub fn visible_tokens(result: &Value, banner: bool) -> usize {
         .sum()
 }
 
+/// Whether `sc`, or a value inside it, [`carries`] `page` (a page whose body is rooted below
+/// `$` is carried inside its ancestors).
+pub fn carries_within(sc: &Value, page: &Value) -> bool {
+    carries(sc, page)
+        || match sc {
+            Value::Object(o) => o.values().any(|v| carries_within(v, page)),
+            Value::Array(a) => a.iter().any(|v| carries_within(v, page)),
+            _ => false,
+        }
+}
+
+/// Whether `page` (a JSON page of a structuredContent) is carried by `sc`: every member the
+/// page shows is in `sc` and carried the same way, arrays element by element (`sc` may hold fewer, not none),
+/// scalars equal.
+pub fn carries(sc: &Value, page: &Value) -> bool {
+    match (sc, page) {
+        (Value::Object(s), Value::Object(p)) => p
+            .iter()
+            .all(|(k, pv)| s.get(k).is_some_and(|sv| carries(sv, pv))),
+        (Value::Array(s), Value::Array(p)) => {
+            s.len() <= p.len()
+                && (!s.is_empty() || p.is_empty())
+                && s.iter().zip(p).all(|(sv, pv)| carries(sv, pv))
+        }
+        _ => sc == page,
+    }
+}
+
+/// Model-visible tokens of a result by the definition in DESIGN.md, counted with `count`:
+/// the `text` items (minus the banner, the first item, when `banner`), the `text` of embedded
+/// `resource` items, and `structuredContent` when no text item carries it. A structuredContent
+/// that a text item carries (a string member equal to its text, or the page the text item
+/// shows completed with more members and fewer array elements: [`carries`]) counts once, as
+/// that text item plus whatever more tokens it has.
+pub fn model_visible(result: &Value, banner: bool, count: &dyn Fn(&str) -> usize) -> usize {
+    let items = result["content"].as_array().cloned().unwrap_or_default();
+    let mut texts = Vec::new();
+    let mut total = 0;
+    for (i, item) in items.iter().enumerate() {
+        if banner && i == 0 {
+            continue;
+        }
+        if item["type"] == "text"
+            && let Some(t) = item["text"].as_str()
+        {
+            total += count(t);
+            texts.push(t.to_owned());
+        }
+        if item["type"] == "resource"
+            && let Some(t) = item["resource"]["text"].as_str()
+        {
+            total += count(t);
+        }
+    }
+    let Some(sc) = result.get("structuredContent") else {
+        return total;
+    };
+    if let Value::Object(o) = sc
+        && o.values()
+            .any(|v| v.as_str().is_some_and(|s| texts.iter().any(|t| t == s)))
+    {
+        return total;
+    }
+    let sc_tokens = count(&serde_json::to_string(sc).unwrap());
+    let carried = texts
+        .iter()
+        .filter_map(|t| {
+            let v: Value = serde_json::from_str(t).ok()?;
+            carries_within(sc, &v).then(|| sc_tokens.saturating_sub(count(t)))
+        })
+        .min();
+    total + carried.unwrap_or(sc_tokens)
+}
+
+/// [`model_visible`] with cl100k_base, no banner.
+pub fn visible(result: &Value) -> usize {
+    model_visible(result, false, &|t| Encoding::Cl100kBase.count(t))
+}
+
 /// The meta item (last content item) parsed, when it is one.
 pub fn meta(result: &Value) -> Option<Value> {
     let last = texts(result).pop()?;

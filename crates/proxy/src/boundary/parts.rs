@@ -1,0 +1,267 @@
+//! The model-visible parts of a result and how each goes back on the wire.
+//!
+//! **Model-visible tokens** of a result (DESIGN.md, "Wire contract of the proxy") are the
+//! token counts of its `text` content items, plus the `text` of its embedded `resource` items
+//! (`{"type":"resource","resource":{"uri":…,"mimeType":…,"text":…}}`), plus its
+//! `structuredContent` when no text item carries it. Each of those is one document of the
+//! response, paged in order as one sequence ([`super::walk`]); a [`Carrier`] tells how a piece
+//! of each document goes out:
+//! - a `text` item: a text item with the piece, its other members (`annotations`, `_meta`)
+//!   kept on every page;
+//! - an embedded resource's text: a `resource` item whose `resource.text` is the piece, every
+//!   other member (`uri`, `mimeType`, `annotations`, `_meta` …) kept on every page;
+//! - a structuredContent no text item carries: a text item with the piece (the MCP spec: a
+//!   tool returning structured content SHOULD also return it serialized in a text item), and
+//!   the result's `structuredContent` is that page made valid ([`super::structured::Plan`]).
+//!   When the whole result fits, the structuredContent goes out whole and no text item is
+//!   added.
+//!
+//! The structuredContent of a page counts once, as the text item that carries it, plus the
+//! tokens of whatever it holds beyond that text (members filled in to keep it valid against
+//! the outputSchema). [`page_in_budget`] keeps that sum within the budget by asking the pager
+//! for a smaller page when the filling does not fit.
+
+use mcp_budget_core::paginate::{Document, PathStep, Position};
+use mcp_budget_core::tokens::Encoding;
+use serde_json::{Map, Value};
+
+use super::store::Entry;
+use super::structured::ScPage;
+use super::walk::{self, Part, SeqPage, ToolNames};
+
+/// How the pieces of one document go out.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Carrier {
+    /// A `text` item; the map holds its members besides `type` and `text`.
+    Text(Map<String, Value>),
+    /// An embedded `resource` item: the item without `resource.text`.
+    Resource(Map<String, Value>),
+    /// A structuredContent that no text item carries: its pages go out as plain text items
+    /// (only when the result is paged).
+    Structured,
+}
+
+impl Carrier {
+    /// The content item carrying `body`, a piece (or the whole) of the document.
+    pub(crate) fn item(&self, body: String) -> Value {
+        match self {
+            Carrier::Text(extra) => text_item(body, extra),
+            Carrier::Structured => text_item(body, &Map::new()),
+            Carrier::Resource(item) => {
+                let mut item = item.clone();
+                if let Some(Value::Object(r)) = item.get_mut("resource") {
+                    r.insert("text".into(), Value::String(body));
+                }
+                Value::Object(item)
+            }
+        }
+    }
+}
+
+/// `{"type":"text","text":text, …extra}`.
+pub(crate) fn text_item(text: String, extra: &Map<String, Value>) -> Value {
+    let mut m = Map::new();
+    m.insert("type".into(), Value::String("text".into()));
+    m.insert("text".into(), Value::String(text));
+    for (k, v) in extra {
+        m.insert(k.clone(), v.clone());
+    }
+    Value::Object(m)
+}
+
+/// The text of an embedded resource item (`type` `resource` whose `resource.text` is a
+/// string), moved out of it: `(text, the item without it)`. `Err(item)` for any other item.
+pub(crate) fn take_resource_text(item: Value) -> Result<(String, Map<String, Value>), Value> {
+    let is_text_resource = item.get("type").and_then(Value::as_str) == Some("resource")
+        && item
+            .get("resource")
+            .and_then(|r| r.get("text"))
+            .is_some_and(Value::is_string);
+    if !is_text_resource {
+        return Err(item);
+    }
+    let Value::Object(mut m) = item else {
+        return Err(item);
+    };
+    let text = match m.get_mut("resource") {
+        Some(Value::Object(r)) => match r.remove("text") {
+            Some(Value::String(t)) => t,
+            _ => String::new(),
+        },
+        _ => String::new(),
+    };
+    Ok((text, m))
+}
+
+/// A page of a cached response with its structuredContent, within the budget.
+#[derive(Debug)]
+pub(crate) struct Sheet {
+    /// The pieces of documents and the meta item.
+    pub(crate) page: SeqPage,
+    /// The page's structuredContent (`value: None`: none).
+    pub(crate) sc: ScPage,
+    /// Model-visible tokens: the page's (pieces and meta) plus `sc.extra`.
+    pub(crate) tokens: usize,
+}
+
+/// How many smaller pages are tried before the structuredContent gives up its filling.
+const TRIES: usize = 8;
+
+/// Page number `k` of `entry` such that its pieces, its meta item and its structuredContent
+/// (see the module docs) stay within `budget` tokens. `first`: page 1 of the tool's own
+/// result (it must carry a structuredContent when the entry has one and a schema may ask for
+/// it).
+///
+/// When the filled structuredContent does not fit beside the smallest page, its arrays are
+/// cut further (it then shows fewer elements than the text item). Failing that: when the tool
+/// declares an outputSchema, page 1 keeps the valid value over the budget (validity over
+/// budget, the one exception: only when the members required to fill it cannot fit beside
+/// the smallest page) and later pages carry none; otherwise the page carries the page value
+/// itself (no filling, a twin of its text item), or none.
+///
+/// `None` when the response has no page `k`.
+pub(crate) fn page_in_budget(
+    entry: &Entry,
+    k: usize,
+    budget: usize,
+    encoding: &Encoding,
+    names: &ToolNames,
+    first: bool,
+) -> Option<Sheet> {
+    let Some(plan) = &entry.structured else {
+        let page = walk::page(entry, k, budget, encoding, names)?;
+        let tokens = page.tokens;
+        return Some(Sheet {
+            page,
+            sc: ScPage {
+                value: None,
+                extra: 0,
+            },
+            tokens,
+        });
+    };
+    let floor = mcp_budget_core::MIN_BUDGET_TOKENS;
+    let mut asked = budget;
+    for attempt in 0..TRIES {
+        let page = walk::page(entry, k, asked, encoding, names)?;
+        let part = plan.doc.and_then(|d| part_of(&page.parts, d));
+        let sc = plan.for_page(part, first, true, None, encoding);
+        let tokens = page.tokens + sc.extra;
+        if tokens <= budget {
+            return Some(Sheet { page, sc, tokens });
+        }
+        if asked <= floor || attempt + 1 == TRIES {
+            // No smaller page: cut the value's arrays further, or give up the filling.
+            let room = budget.saturating_sub(page.tokens);
+            let mut sc = plan.for_page(part, first, true, Some(room), encoding);
+            if page.tokens + sc.extra > budget {
+                sc = if !plan.valid || (first && !plan.declared) {
+                    // No schema known to ask for validity: the page value itself, a twin of
+                    // its text item.
+                    plan.for_page(part, first, false, None, encoding)
+                } else if first {
+                    // The tool declares an outputSchema: page 1 keeps a valid value.
+                    sc
+                } else {
+                    // Later pages (read_more declares no outputSchema) carry none rather than
+                    // an invalid one.
+                    ScPage {
+                        value: None,
+                        extra: 0,
+                    }
+                };
+            }
+            if page.tokens + sc.extra > budget && !(first && plan.declared) {
+                sc = ScPage {
+                    value: None,
+                    extra: 0,
+                };
+            }
+            let tokens = page.tokens + sc.extra;
+            return Some(Sheet { page, sc, tokens });
+        }
+        let excess = tokens - budget;
+        asked = if attempt == 0 {
+            // The filling is at most about the reduced value: leave room for it at once.
+            let fill = encoding.count(
+                &serde_json::to_string(&super::structured::minimal(&plan.orig)).unwrap_or_default(),
+            );
+            asked
+                .saturating_sub(excess + 4)
+                .min(budget.saturating_sub(fill + 16))
+        } else {
+            // A smaller page may need more filling: step down faster.
+            asked.saturating_sub(2 * excess + 8)
+        }
+        .max(floor);
+    }
+    None
+}
+
+/// The body, start and root of the part of document `doc` on a page.
+fn part_of(parts: &[Part], doc: usize) -> Option<(&str, &Position, &[PathStep])> {
+    parts
+        .iter()
+        .find(|p| p.item == doc)
+        .map(|p| (p.body.as_str(), &p.start, p.root.as_slice()))
+}
+
+/// The content items of a later page (`read_more`): each piece in its carrier, in order.
+pub(crate) fn page_items(entry: &Entry, parts: Vec<Part>) -> Vec<Value> {
+    parts
+        .into_iter()
+        .map(|p| match entry.carriers.get(p.item) {
+            Some(c) => c.item(p.body),
+            None => text_item(p.body, &Map::new()),
+        })
+        .collect()
+}
+
+/// The document of a text (an embedded resource's, or a text item's): JSON when it is a
+/// JSON object or array, else the text; the text itself is not copied when it is JSON. JSON
+/// as Python servers write it counts ([`mcp_budget_core::dialect`]): lone surrogate escapes
+/// become U+FFFD, `NaN`/`Infinity`/`-Infinity` are kept and written back as they came.
+pub(crate) fn document_of(text: &str) -> Document {
+    match mcp_budget_core::dialect::json_document(text) {
+        Some(v) => Document::Json(v),
+        None => Document::Text(text.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn resource_text_is_taken_and_put_back_in_its_wrapper() {
+        let item = json!({"type": "resource", "resource": {"uri": "file:///x.go",
+            "mimeType": "text/plain", "text": "package main"}, "annotations": {"priority": 1}});
+        let (text, rest) = take_resource_text(item.clone()).unwrap();
+        assert_eq!(text, "package main");
+        let c = Carrier::Resource(rest);
+        assert_eq!(c.item("package main".into()), item);
+        let piece = c.item("pack".into());
+        assert_eq!(piece["resource"]["text"], "pack");
+        assert_eq!(piece["resource"]["uri"], "file:///x.go");
+        assert_eq!(piece["annotations"]["priority"], 1);
+        let blob = json!({"type": "resource", "resource": {"uri": "u", "blob": "AAAA"}});
+        assert_eq!(take_resource_text(blob.clone()), Err(blob));
+        let link = json!({"type": "resource_link", "uri": "u", "name": "n"});
+        assert_eq!(take_resource_text(link.clone()), Err(link));
+    }
+
+    #[test]
+    fn text_carriers_keep_their_members() {
+        let mut extra = Map::new();
+        extra.insert("annotations".into(), json!({"audience": ["user"]}));
+        assert_eq!(
+            Carrier::Text(extra).item("hi".into()),
+            json!({"type": "text", "text": "hi", "annotations": {"audience": ["user"]}})
+        );
+        assert_eq!(
+            Carrier::Structured.item("{}".into()),
+            json!({"type": "text", "text": "{}"})
+        );
+    }
+}
