@@ -6,6 +6,7 @@
 //! `MCP_BUDGET_REQUIRE_CHROMIUM` is set (scripts/test.sh sets it after installing Chromium, so
 //! CI always runs it).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -329,6 +330,7 @@ fn run_chromium(bin: &Path, profile: &Path, extra: &[&str], url: &str) -> String
             "--disable-gpu",
             "--disable-background-networking",
             "--no-first-run",
+            "--disable-dev-shm-usage",
             "--window-size=1400,1800",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
@@ -380,8 +382,11 @@ fn html_renders_in_headless_chromium() {
             std::env::var_os("MCP_BUDGET_REQUIRE_CHROMIUM").is_none(),
             "MCP_BUDGET_REQUIRE_CHROMIUM is set but no chromium is on PATH"
         );
-        println!(
-            "SKIPPED html_renders_in_headless_chromium: no chromium on PATH (apt-get install chromium; scripts/test.sh does)"
+        // Straight to the stderr handle: libtest captures print!/eprint!, not this.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED html_renders_in_headless_chromium: no chromium on PATH \
+             (apt-get install chromium; scripts/test.sh does)"
         );
         return;
     };
