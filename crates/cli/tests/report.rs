@@ -62,7 +62,7 @@ fn merging_is_independent_of_log_order() {
     let b = stdout(&report(&["second.jsonl", "known.jsonl"]));
     let table = |s: &str| s.split_once("\n\n").map(|x| x.1.to_owned()).unwrap();
     assert_eq!(table(&a), table(&b));
-    assert!(a.contains("read_more: 7 pages read (9,610 tokens): 5 of tool results, 1 of query_response results, 1 of responses not in these logs"), "{a}");
+    assert!(a.contains("read_more: 7 pages read (9,550 tokens): 5 of tool results, 1 of query_response results, 1 of responses not in these logs"), "{a}");
 }
 
 #[test]
@@ -435,4 +435,119 @@ fn html_renders_in_headless_chromium() {
         png.len()
     );
     println!("screenshot: {}", shot.display());
+}
+
+mod proxy_support;
+
+/// The cells of the table row whose first cell is `tool`.
+fn row_cells(table: &str, tool: &str) -> Vec<String> {
+    table
+        .lines()
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .find(|cells| cells.first().map(String::as_str) == Some(tool))
+        .unwrap_or_else(|| panic!("no row {tool} in\n{table}"))
+}
+
+/// The log the proxy itself writes (fixture server behind it): a paged call, one page read,
+/// one query, one bad cursor — and the report attributes the page to the tool.
+#[test]
+fn report_of_a_log_the_proxy_wrote() {
+    use proxy_support::{Proxy, STEP};
+    use serde_json::{Value, json};
+
+    let dir = scratch("proxy_log");
+    let log = dir.join("proxy.jsonl");
+    let log_flag = log.to_str().unwrap();
+    let mut proxy = Proxy::start(
+        &["--log", log_flag, "--max-tokens", "1000"],
+        &[BIN, "fixture-server"],
+    );
+    let call = |id: u64, name: &str, arguments: Value| {
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":arguments}})
+            .to_string()
+    };
+    proxy.send(
+        &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",
+            "capabilities":{},"clientInfo":{"name":"test","version":"0"}}})
+        .to_string(),
+    );
+    assert_eq!(proxy.recv_json()["id"], 0);
+    proxy.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    proxy.send(&call(1, "directory_tree", json!({"entries": 2000})));
+    let first = proxy.recv_json();
+    // The meta item (the last content item) names the cursor and the response.
+    let items = first["result"]["content"].as_array().expect("content");
+    let page: Value =
+        serde_json::from_str(items.last().and_then(|i| i["text"].as_str()).unwrap_or(""))
+            .expect("meta item");
+    let cursor = page["next_cursor"]
+        .as_str()
+        .expect("paged: {first}")
+        .to_owned();
+    let id = page["response_id"]
+        .as_str()
+        .expect("response_id")
+        .to_owned();
+    proxy.send(&call(2, "read_more", json!({"cursor": cursor})));
+    assert_eq!(proxy.recv_json()["id"], 2);
+    proxy.send(&call(
+        3,
+        "query_response",
+        json!({"response_id": id, "query": "length"}),
+    ));
+    assert_eq!(proxy.recv_json()["id"], 3);
+    proxy.send(&call(4, "read_more", json!({"cursor": "ffffffffffff.1"})));
+    assert_eq!(proxy.recv_json()["id"], 4);
+    proxy.close_stdin();
+    assert_eq!(proxy.wait(STEP).code(), Some(0));
+
+    let o = Command::new(BIN)
+        .args(["report", "proxy.jsonl"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    let out = stdout(&o);
+    assert!(out.starts_with("4 records from 1 log, "), "{out}");
+    assert!(out.contains("read_more: 1 page read ("), "{out}");
+    assert!(
+        out.contains(
+            "): 1 of tool results, 0 of query_response results, 0 of responses not in these logs"
+        ),
+        "{out}"
+    );
+    let header = row_cells(&out, "tool");
+    let cell = |row: &[String], col: &str| {
+        let i = header
+            .iter()
+            .position(|h| h == col)
+            .unwrap_or_else(|| panic!("no column {col}"));
+        row[i].clone()
+    };
+    let tree = row_cells(&out, "directory_tree");
+    assert_eq!(cell(&tree, "calls"), "1");
+    assert_eq!(cell(&tree, "paged"), "1");
+    assert_eq!(cell(&tree, "pages read"), "1");
+    let before: u64 = cell(&tree, "tokens before")
+        .replace(',', "")
+        .parse()
+        .unwrap();
+    let after: u64 = cell(&tree, "tokens after")
+        .replace(',', "")
+        .parse()
+        .unwrap();
+    assert!(before > 10_000 && after <= 1000, "{out}");
+    let rm = row_cells(&out, "read_more (proxy)");
+    assert_eq!(
+        (cell(&rm, "calls"), cell(&rm, "paged"), cell(&rm, "error")),
+        ("2".into(), "1".into(), "1".into())
+    );
+    let q = row_cells(&out, "query_response (proxy)");
+    assert_eq!(cell(&q, "calls"), "1");
 }

@@ -165,7 +165,8 @@ pub(crate) struct Summary {
     pub(crate) tools: Vec<Row>,
     /// The sum of [`Summary::tools`] (`shape_ms`/`upstream_ms` pooled over their calls).
     pub(crate) total: Row,
-    /// The injected `read_more`, all spellings: `calls`, `tokens` (of the pages) and outcomes.
+    /// The injected `read_more`, all spellings: `calls`, `tokens` and outcomes of all its
+    /// answers (cursor errors included); `pages`/`page_tokens` of the pages alone.
     pub(crate) read_more: Row,
     /// The injected `query_response`, all spellings; `pages` = pages read of its answers.
     pub(crate) query: Row,
@@ -246,6 +247,7 @@ pub(crate) fn summarize<'a>(records: impl IntoIterator<Item = &'a Record>) -> Su
         }
     }
     s.read_more.pages = pages.len() as u64;
+    s.read_more.page_tokens = pages.iter().map(|p| p.tokens).fold(0, u64::saturating_add);
     for p in pages {
         let owner = p.response_id.as_deref().and_then(|id| owners.get(id));
         let row = match owner {
@@ -382,6 +384,7 @@ mod tests {
         assert_eq!(s.total.upstream_ms, vec![2, 40, 60]);
         assert_eq!((s.read_more.calls, s.read_more.pages), (6, 5));
         assert_eq!(s.read_more.tokens, 390);
+        assert_eq!(s.read_more.page_tokens, 350);
         assert_eq!(s.read_more.outcomes, [0, 0, 5, 0, 0, 1]);
         assert!(s.read_more.upstream_ms.is_empty());
         assert_eq!((s.query.calls, s.query.pages, s.query.tokens), (2, 1, 120));

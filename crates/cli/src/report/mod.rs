@@ -161,19 +161,21 @@ pub(crate) fn headline(s: &Summary, sources: &[Source]) -> Vec<String> {
     ));
     let pages_of_tools: u64 = s.tools.iter().map(|r| r.pages).sum();
     lines.push(format!(
-        "read_more: {} page{} read ({} tokens): {} of tool results, {} of query_response results, {} of responses not in these logs",
+        "read_more: {} page{} read ({} token{}): {} of tool results, {} of query_response results, {} of responses not in these logs",
         thousands(s.read_more.pages),
         plural(s.read_more.pages),
-        thousands(s.read_more.tokens),
+        thousands(s.read_more.page_tokens),
+        plural(s.read_more.page_tokens),
         thousands(pages_of_tools),
         thousands(s.query.pages),
         thousands(s.pages_unattributed)
     ));
     lines.push(format!(
-        "query_response: {} call{} ({} tokens)",
+        "query_response: {} call{} ({} token{})",
         thousands(s.query.calls),
         plural(s.query.calls),
-        thousands(s.query.tokens)
+        thousands(s.query.tokens),
+        plural(s.query.tokens)
     ));
     lines
 }
