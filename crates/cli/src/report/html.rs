@@ -276,7 +276,14 @@ pub(crate) fn render(s: &Summary, sources: &[Source]) -> String {
     );
     let names: Vec<String> = sources
         .iter()
-        .map(|x| format!("{} ({} records)", esc(&x.path), thousands(x.records)))
+        .map(|x| {
+            format!(
+                "{} ({} record{})",
+                esc(&x.path),
+                thousands(x.records),
+                plural(x.records)
+            )
+        })
         .collect();
     let _ = write!(h, r#"<p class="sources">Logs: {}</p>"#, names.join(", "));
     for src in sources {
