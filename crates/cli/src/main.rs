@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod demo;
 mod measure;
 mod proxy;
+mod report;
 mod shape;
 
 /// Keep every MCP tool response inside a token budget without losing anything.
@@ -26,6 +27,8 @@ enum Command {
     Measure(measure::Args),
     /// Print page 1 (or every page) of a payload as the proxy would show it.
     Shape(shape::Args),
+    /// Summarize telemetry logs (`proxy --log`): tokens saved per tool, outcomes, pages, times.
+    Report(report::Args),
     /// Run the built-in fixture server through the proxy and show what it does.
     Demo(demo::Args),
     /// The deterministic fixture MCP server used by tests and the demo (stdio).
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Command::Proxy(args) => proxy::run(args),
         Command::Measure(args) => measure::run(args),
         Command::Shape(args) => shape::run(args),
+        Command::Report(args) => report::run(args),
         Command::Demo(args) => demo::run(args),
         Command::FixtureServer(args) => demo::run_fixture(args),
         Command::JqWorker { .. } => Ok(ExitCode::SUCCESS),
