@@ -9,6 +9,7 @@ mod demo;
 mod measure;
 mod proxy;
 mod shape;
+mod wrap;
 
 /// Keep every MCP tool response inside a token budget without losing anything.
 #[derive(Debug, Parser)]
@@ -28,6 +29,10 @@ enum Command {
     Shape(shape::Args),
     /// Run the built-in fixture server through the proxy and show what it does.
     Demo(demo::Args),
+    /// Route each stdio MCP server in a client's config through `mcp-budget proxy`.
+    Wrap(wrap::WrapArgs),
+    /// Undo `wrap`: give each wrapped server its own command line back.
+    Unwrap(wrap::UnwrapArgs),
     /// The deterministic fixture MCP server used by tests and the demo (stdio).
     #[command(hide = true)]
     FixtureServer(demo::FixtureArgs),
@@ -40,6 +45,8 @@ fn main() -> ExitCode {
         Command::Measure(args) => measure::run(args),
         Command::Shape(args) => shape::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Wrap(args) => wrap::run_wrap(args),
+        Command::Unwrap(args) => wrap::run_unwrap(args),
         Command::FixtureServer(args) => demo::run_fixture(args),
     };
     match result {

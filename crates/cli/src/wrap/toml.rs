@@ -1,0 +1,199 @@
+//! `wrap`/`unwrap` on Codex's `config.toml` (`[mcp_servers.<name>]` with `command`, `args`,
+//! `env`), edited with `toml_edit` so comments, key order and layout survive.
+//!
+//! As in the JSON rewrite, the server's `command` value is moved (with its own spelling: basic
+//! or literal string) into `args` and back, and the whitespace before each array element is
+//! carried along, so `unwrap` gives back the file byte for byte.
+
+use anyhow::Context as _;
+use toml_edit::{Array, DocumentMut, Item, Key, TableLike, Value};
+
+use super::form::{Action, ArgsView, Decision, EntryView, Outcome, decide, remote_description};
+use super::{Note, Rewritten, Selection};
+
+/// Rewrites the servers in `mcp_servers` of the TOML `text` for `action`.
+///
+/// # Errors
+/// The text is not TOML, or `mcp_servers` is not a table.
+pub(crate) fn rewrite(
+    text: &str,
+    action: &Action,
+    selection: &Selection,
+) -> anyhow::Result<Rewritten> {
+    let mut doc: DocumentMut = text
+        .parse()
+        .map_err(|e| anyhow::anyhow!("not valid TOML: {e}"))?;
+    let mut notes = Vec::new();
+    let mut names = Vec::new();
+    if let Some(servers) = doc.get_mut("mcp_servers") {
+        let servers = servers
+            .as_table_like_mut()
+            .context("`mcp_servers` is not a table")?;
+        let keys: Vec<String> = servers.iter().map(|(k, _)| k.to_owned()).collect();
+        for name in keys {
+            names.push(name.clone());
+            if !selection.selects(&name) {
+                continue;
+            }
+            let outcome = match servers.get_mut(&name).and_then(Item::as_table_like_mut) {
+                Some(entry) => edit_entry(entry, action),
+                None => Outcome::Skipped("not a table".to_owned()),
+            };
+            notes.push(Note {
+                label: name,
+                outcome,
+            });
+        }
+    }
+    let text = if notes.iter().any(|n| n.outcome.changes()) {
+        doc.to_string()
+    } else {
+        text.to_owned()
+    };
+    Ok(Rewritten { text, notes, names })
+}
+
+fn str_value<'a>(entry: &'a dyn TableLike, key: &str) -> Option<&'a str> {
+    entry.get(key).and_then(Item::as_str)
+}
+
+/// Edits one server table for `action`; returns what happened.
+fn edit_entry(entry: &mut dyn TableLike, action: &Action) -> Outcome {
+    let view = EntryView {
+        remote: remote_description(str_value(entry, "url"), str_value(entry, "type")),
+        command: str_value(entry, "command").map(str::to_owned),
+        args: match entry.get("args") {
+            None => ArgsView::Missing,
+            Some(item) => item
+                .as_array()
+                .and_then(|a| {
+                    a.iter()
+                        .map(|v| v.as_str().map(str::to_owned))
+                        .collect::<Option<Vec<_>>>()
+                })
+                .map_or(ArgsView::Invalid, ArgsView::Strings),
+        },
+    };
+    match (decide(action, &view), action) {
+        (Decision::Wrap, Action::Wrap(wrapper)) => {
+            let Some(command) = entry.get_mut("command").and_then(Item::as_value_mut) else {
+                return Outcome::Skipped("no `command` string".to_owned());
+            };
+            let mut exe = Value::from(wrapper.exe.as_str());
+            *exe.decor_mut() = command.decor().clone();
+            let server_cmd = std::mem::replace(command, exe);
+            let mut items: Vec<Value> = wrapper
+                .prefix()
+                .iter()
+                .map(|a| Value::from(a.as_str()))
+                .collect();
+            items.push(server_cmd);
+            match entry.get_mut("args").and_then(Item::as_array_mut) {
+                Some(array) => insert_front(array, items),
+                None => {
+                    // No `args`: add one just before `command`. That position is how `unwrap`
+                    // knows to remove the key again rather than leave `args = []`.
+                    let mut array = Array::new();
+                    insert_front(&mut array, items);
+                    insert_before(entry, "command", "args", Value::Array(array));
+                }
+            }
+            Outcome::Wrapped
+        }
+        (Decision::Unwrap { cmd }, Action::Unwrap) => {
+            let args_first = directly_before(entry, "args", "command");
+            let Some(array) = entry.get_mut("args").and_then(Item::as_array_mut) else {
+                return Outcome::Skipped("`args` is not an array".to_owned());
+            };
+            if array.len() <= cmd {
+                return Outcome::Skipped("`args` is shorter than expected".to_owned());
+            }
+            let lead = prefix_of(array, 0);
+            let mut server_cmd = array.remove(0);
+            for _ in 0..cmd {
+                server_cmd = array.remove(0);
+            }
+            let now_empty = array.is_empty();
+            if let Some(first) = array.get_mut(0) {
+                first.decor_mut().set_prefix(lead);
+            }
+            if now_empty && args_first {
+                entry.remove("args");
+            }
+            let Some(command) = entry.get_mut("command").and_then(Item::as_value_mut) else {
+                return Outcome::Skipped("no `command` string".to_owned());
+            };
+            *server_cmd.decor_mut() = command.decor().clone();
+            *command = server_cmd;
+            Outcome::Unwrapped
+        }
+        (Decision::Leave(outcome), _) => outcome,
+        (Decision::Wrap | Decision::Unwrap { .. }, _) => {
+            Outcome::Skipped("no `command` string".to_owned())
+        }
+    }
+}
+
+/// The whitespace before element `index` as written (`""` before the first by default).
+fn prefix_of(array: &Array, index: usize) -> String {
+    array
+        .get(index)
+        .and_then(|v| v.decor().prefix())
+        .and_then(|p| p.as_str())
+        .unwrap_or(if index == 0 { "" } else { " " })
+        .to_owned()
+}
+
+/// Inserts `items` before the first element of `array`, in the array's layout: the first new
+/// item takes the old first element's leading whitespace, the old first element and the other
+/// new items take the separator the array already uses.
+fn insert_front(array: &mut Array, items: Vec<Value>) {
+    let lead = prefix_of(array, 0);
+    let sep = if array.len() >= 2 {
+        let second = prefix_of(array, 1);
+        if second.trim().is_empty() {
+            second
+        } else {
+            " ".to_owned()
+        }
+    } else if lead.contains('\n') && lead.trim().is_empty() {
+        lead.clone()
+    } else {
+        " ".to_owned()
+    };
+    if let Some(first) = array.get_mut(0) {
+        first.decor_mut().set_prefix(sep.clone());
+    }
+    for (i, mut item) in items.into_iter().enumerate() {
+        let decor = item.decor_mut();
+        decor.set_prefix(if i == 0 { lead.clone() } else { sep.clone() });
+        decor.set_suffix("");
+        array.insert_formatted(i, item);
+    }
+}
+
+/// Whether key `first` comes right before key `second` in `table`.
+fn directly_before(table: &dyn TableLike, first: &str, second: &str) -> bool {
+    let keys: Vec<&str> = table.iter().map(|(k, _)| k).collect();
+    keys.windows(2).any(|w| w[0] == first && w[1] == second)
+}
+
+/// Inserts `key = value` right before the existing key `anchor`, keeping every other key's
+/// formatting and relative order.
+fn insert_before(table: &mut dyn TableLike, anchor: &str, key: &str, value: Value) {
+    let keys: Vec<String> = table.iter().map(|(k, _)| k.to_owned()).collect();
+    let from = keys.iter().position(|k| k == anchor).unwrap_or(keys.len());
+    let mut moved: Vec<(Key, Item)> = Vec::new();
+    for name in &keys[from..] {
+        let formatted = table.key(name).cloned();
+        if let (Some(formatted), Some(item)) = (formatted, table.remove(name)) {
+            moved.push((formatted, item));
+        }
+    }
+    table.insert(key, Item::Value(value));
+    for (formatted, item) in moved {
+        if let toml_edit::Entry::Vacant(slot) = table.entry_format(&formatted) {
+            slot.insert(item);
+        }
+    }
+}
