@@ -602,3 +602,107 @@ fn a_wrapped_command_line_runs_the_server_behind_the_proxy() {
     assert!(names.contains(&"directory_tree"), "{names:?}");
     assert!(names.contains(&"read_more"), "{names:?}");
 }
+
+/// Layouts other than the samples': each wraps, wraps again to the same bytes, and unwraps to
+/// the exact input.
+#[test]
+fn odd_layouts_round_trip_exactly() {
+    let cases: &[(&str, &str)] = &[
+        // Compact JSON on one line.
+        (
+            "compact.json",
+            r#"{"mcpServers":{"a":{"command":"x","args":["-y","srv"]},"b":{"command":"y"}}}"#,
+        ),
+        // CRLF line endings and a byte-order mark.
+        (
+            "crlf.json",
+            "\u{feff}{\r\n  \"mcpServers\": {\r\n    \"a\": {\r\n      \"command\": \"x\",\r\n      \"args\": [\r\n        \"one\"\r\n      ]\r\n    }\r\n  }\r\n}\r\n",
+        ),
+        // Escapes in the command survive as written; an empty array; a one-line array with
+        // odd spacing; comments and a trailing comma (VS Code).
+        (
+            "escapes.json",
+            "{\n  \"servers\": {\n    \"a\": {\"command\": \"C:\\\\tools\\\\srv.exe\", \"args\": [ ]},\n    \"b\": {\"command\": \"\\u0078\", \"args\": [ \"p\" ,\"q\" ]}, // note\n    \"c\": {\"args\": [\"z\"], /* before */ \"command\": \"w\"},\n  }\n}\n",
+        ),
+        // Tabs.
+        (
+            "tabs.json",
+            "{\n\t\"mcpServers\": {\n\t\t\"a\": {\n\t\t\t\"command\": \"x\",\n\t\t\t\"args\": [\n\t\t\t\t\"1\",\n\t\t\t\t\"2\"\n\t\t\t]\n\t\t}\n\t}\n}\n",
+        ),
+        // TOML: inline tables, a dotted server, a literal string, no args, args before
+        // command, an empty array.
+        (
+            "inline.toml",
+            "[mcp_servers]\na = { command = \"x\", args = [\"1\"] }\nb = {command='y'}\n\n[mcp_servers.c]\nargs = [\"k\"]\ncommand = \"z\"\n\n[mcp_servers.d]\ncommand = \"q\"\nargs = []\nenv.KEY = \"v\"\n",
+        ),
+        (
+            "dotted.toml",
+            "mcp_servers.a.command = \"x\"\nmcp_servers.a.args = [\"1\", \"2\"]\nmcp_servers.b.command = \"y\"\n",
+        ),
+        // A comment above a `command` with no `args`.
+        (
+            "comment.toml",
+            "[mcp_servers.a]\n# what it is\ncommand = \"x\" # trailing\nenv = { K = \"v\" }\n",
+        ),
+    ];
+    for &(name, text) in cases {
+        let dir = TempDir::new("odd");
+        let path = dir.path().join(name);
+        fs::write(&path, text).expect("write");
+        let config = path.to_str().expect("UTF-8");
+        let out = run(dir.path(), &["wrap", "--config", config]);
+        assert_ok(&out);
+        let wrapped = read(&path);
+        assert!(wrapped.contains(&exe()), "{name}: {wrapped}");
+        assert!(
+            !stderr(&out).contains("skipped"),
+            "{name}: {}",
+            stderr(&out)
+        );
+        assert_ok(&run(dir.path(), &["wrap", "--config", config]));
+        assert_eq!(read(&path), wrapped, "{name}: not idempotent");
+        assert_ok(&run(dir.path(), &["unwrap", "--config", config]));
+        assert_eq!(read(&path), text, "{name}: unwrap is not exact");
+    }
+}
+
+/// An entry wrapped by hand as the README once showed (`"command": "mcp-budget"`, on PATH) is
+/// recognised: `wrap` leaves it, `unwrap` restores the server's command line.
+#[test]
+fn a_hand_wrapped_entry_is_recognised() {
+    let dir = TempDir::new("by-hand");
+    let path = dir.path().join(".mcp.json");
+    let text = r#"{
+  "mcpServers": {
+    "filesystem": {
+      "command": "mcp-budget",
+      "args": ["proxy", "--max-tokens", "10000", "--",
+               "npx", "-y", "@modelcontextprotocol/server-filesystem", "/path/to/dir"]
+    }
+  }
+}
+"#;
+    fs::write(&path, text).expect("write");
+    let out = run(dir.path(), &["wrap", "--client", "claude-code"]);
+    assert_ok(&out);
+    assert_eq!(read(&path), text);
+    assert!(
+        stderr(&out).contains("filesystem: already wrapped"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(dir.path(), &["unwrap", "--client", "claude-code"]);
+    assert_ok(&out);
+    assert_eq!(
+        read(&path),
+        r#"{
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/path/to/dir"]
+    }
+  }
+}
+"#
+    );
+}

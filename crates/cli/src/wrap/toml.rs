@@ -96,6 +96,14 @@ fn edit_entry(entry: &mut dyn TableLike, action: &Action) -> Outcome {
                     let mut array = Array::new();
                     insert_front(&mut array, items);
                     insert_before(entry, "command", "args", Value::Array(array));
+                    // `args` takes the place of `command` in the layout (a comment above
+                    // `command` now sits above `args`); `command` gets the default layout.
+                    let decor = entry
+                        .key_mut("command")
+                        .map(|mut k| std::mem::take(k.leaf_decor_mut()));
+                    if let (Some(decor), Some(mut args)) = (decor, entry.key_mut("args")) {
+                        *args.leaf_decor_mut() = decor;
+                    }
                 }
             }
             Outcome::Wrapped
@@ -118,7 +126,14 @@ fn edit_entry(entry: &mut dyn TableLike, action: &Action) -> Outcome {
                 first.decor_mut().set_prefix(lead);
             }
             if now_empty && args_first {
+                // Undo the wrap of an entry that had no `args`: `command` takes its layout back.
+                let decor = entry
+                    .key_mut("args")
+                    .map(|mut k| std::mem::take(k.leaf_decor_mut()));
                 entry.remove("args");
+                if let (Some(decor), Some(mut command)) = (decor, entry.key_mut("command")) {
+                    *command.leaf_decor_mut() = decor;
+                }
             }
             let Some(command) = entry.get_mut("command").and_then(Item::as_value_mut) else {
                 return Outcome::Skipped("no `command` string".to_owned());
@@ -194,6 +209,12 @@ fn insert_before(table: &mut dyn TableLike, anchor: &str, key: &str, value: Valu
     for (formatted, item) in moved {
         if let toml_edit::Entry::Vacant(slot) = table.entry_format(&formatted) {
             slot.insert(item);
+        }
+        // `TableLike::entry_format` of an inline table drops the key's formatting
+        // (toml_edit 0.25): put it back.
+        if let Some(mut key) = table.key_mut(formatted.get()) {
+            *key.leaf_decor_mut() = formatted.leaf_decor().clone();
+            *key.dotted_decor_mut() = formatted.dotted_decor().clone();
         }
     }
 }
