@@ -101,7 +101,9 @@ impl fmt::Display for Outcome {
         match self {
             Outcome::Wrapped => f.write_str("wrapped"),
             Outcome::Unwrapped => f.write_str("unwrapped"),
-            Outcome::AlreadyWrapped => f.write_str("already wrapped, left as it is"),
+            Outcome::AlreadyWrapped => f.write_str(
+                "already wrapped, left as it is (to change its proxy flags, unwrap it first)",
+            ),
             Outcome::NotWrapped => f.write_str("not wrapped, left as it is"),
             Outcome::Remote(what) => write!(
                 f,
@@ -174,8 +176,34 @@ fn is_remote_type(kind: &str) -> bool {
     )
 }
 
+/// The line break and indentation that end `gap` (the text between two array elements, or
+/// between `[` and the first): `"\n    "` or `"\r\n\t"`; `None` when `gap` has no line break or
+/// its last line holds more than whitespace.
+pub(crate) fn line_break_and_indent(gap: &str) -> Option<&str> {
+    let at = gap.rfind('\n')?;
+    let indent = &gap[at + 1..];
+    if !indent.trim().is_empty() {
+        return None;
+    }
+    let start = if gap[..at].ends_with('\r') {
+        at - 1
+    } else {
+        at
+    };
+    Some(&gap[start..])
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn line_breaks_and_indents() {
+        assert_eq!(line_break_and_indent(",\n    "), Some("\n    "));
+        assert_eq!(line_break_and_indent(" # one\n  "), Some("\n  "));
+        assert_eq!(line_break_and_indent(", // c\r\n\t\t"), Some("\r\n\t\t"));
+        assert_eq!(line_break_and_indent(", "), None);
+        assert_eq!(line_break_and_indent("\n /* c */ "), None);
+    }
+
     use super::*;
 
     fn strings(items: &[&str]) -> Vec<String> {

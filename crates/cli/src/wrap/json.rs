@@ -11,7 +11,10 @@ use jsonc_parser::ast::{Array, Object, ObjectProp, Value};
 use jsonc_parser::common::Ranged as _;
 use jsonc_parser::{CollectOptions, ParseOptions, parse_to_ast};
 
-use super::form::{Action, ArgsView, Decision, EntryView, Outcome, decide, remote_description};
+use super::form::{
+    Action, ArgsView, Decision, EntryView, Outcome, decide, line_break_and_indent,
+    remote_description,
+};
 use super::{Note, Rewritten, Selection};
 
 /// Where a JSON config keeps its server maps.
@@ -258,23 +261,14 @@ fn insert_front(text: &str, array: &Array<'_>, items: &[String], edits: &mut Vec
         });
         return;
     };
-    let sep = match array.elements.get(1) {
-        Some(second) => {
-            let between = &text[first.end()..second.start()];
-            if between.trim() == "," {
-                between.to_owned()
-            } else {
-                ", ".to_owned()
-            }
-        }
-        None => {
-            let lead = &text[array.start() + 1..first.start()];
-            if lead.contains('\n') && lead.trim().is_empty() {
-                format!(",{lead}")
-            } else {
-                ", ".to_owned()
-            }
-        }
+    let gap = match array.elements.get(1) {
+        Some(second) => &text[first.end()..second.start()],
+        None => &text[array.start() + 1..first.start()],
+    };
+    let sep = if gap.trim() == "," {
+        gap.to_owned()
+    } else {
+        line_break_and_indent(gap).map_or_else(|| ", ".to_owned(), |nl| format!(",{nl}"))
     };
     let mut inserted = items.join(&sep);
     inserted.push_str(&sep);
@@ -312,4 +306,164 @@ fn apply(text: &str, mut edits: Vec<Edit>) -> anyhow::Result<String> {
     }
     out.push_str(&text[at..]);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value as Json, json};
+
+    use super::*;
+    use crate::wrap::form::Wrapper;
+
+    const EXE: &str = "/opt/bin/mcp-budget";
+
+    fn wrap_action(max_tokens: Option<usize>) -> Action {
+        Action::Wrap(Wrapper {
+            exe: EXE.to_owned(),
+            max_tokens,
+        })
+    }
+
+    fn all() -> Selection {
+        Selection(Vec::new())
+    }
+
+    fn wrap(text: &str) -> String {
+        rewrite(
+            text,
+            &[Place::Key("mcpServers")],
+            &wrap_action(None),
+            &all(),
+        )
+        .expect("rewrite")
+        .text
+    }
+
+    fn unwrap(text: &str) -> String {
+        rewrite(text, &[Place::Key("mcpServers")], &Action::Unwrap, &all())
+            .expect("rewrite")
+            .text
+    }
+
+    #[test]
+    fn new_elements_follow_the_array_s_own_separator() {
+        let multi = "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"args\": [\n    \"1\",\n    \"2\"\n]}}}";
+        assert_eq!(
+            wrap(multi),
+            "{\"mcpServers\": {\"a\": {\"command\": \"/opt/bin/mcp-budget\", \"args\": [\n    \"proxy\",\n    \"--\",\n    \"x\",\n    \"1\",\n    \"2\"\n]}}}"
+        );
+        let one = "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"args\": [\n  \"1\"\n]}}}";
+        assert_eq!(
+            wrap(one),
+            "{\"mcpServers\": {\"a\": {\"command\": \"/opt/bin/mcp-budget\", \"args\": [\n  \"proxy\",\n  \"--\",\n  \"x\",\n  \"1\"\n]}}}"
+        );
+    }
+
+    #[test]
+    fn a_missing_args_goes_before_command_and_leaves_with_unwrap() {
+        let text = "{\"mcpServers\": {\"a\": {\n  \"command\": \"x\"\n}}}";
+        let wrapped = wrap(text);
+        assert_eq!(
+            wrapped,
+            "{\"mcpServers\": {\"a\": {\n  \"args\": [\"proxy\", \"--\", \"x\"],\n  \"command\": \"/opt/bin/mcp-budget\"\n}}}"
+        );
+        assert_eq!(unwrap(&wrapped), text);
+    }
+
+    #[test]
+    fn the_budget_flag_is_part_of_the_prefix() {
+        let text = r#"{"mcpServers": {"a": {"command": "x", "args": ["y"]}}}"#;
+        let out = rewrite(
+            text,
+            &[Place::Key("mcpServers")],
+            &wrap_action(Some(3000)),
+            &all(),
+        )
+        .expect("rewrite");
+        assert_eq!(
+            out.text,
+            r#"{"mcpServers": {"a": {"command": "/opt/bin/mcp-budget", "args": ["proxy", "--max-tokens", "3000", "--", "x", "y"]}}}"#
+        );
+        assert_eq!(unwrap(&out.text), text);
+    }
+
+    #[test]
+    fn selection_and_names() {
+        let text = r#"{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}, "c": 3}}"#;
+        let out = rewrite(
+            text,
+            &[Place::Key("mcpServers")],
+            &wrap_action(None),
+            &Selection(vec!["b".to_owned(), "c".to_owned()]),
+        )
+        .expect("rewrite");
+        assert_eq!(out.names, ["a", "b", "c"]);
+        let labels: Vec<_> = out.notes.iter().map(|n| n.label.as_str()).collect();
+        assert_eq!(labels, ["b", "c"]);
+        assert_eq!(out.notes[0].outcome, Outcome::Wrapped);
+        assert!(matches!(out.notes[1].outcome, Outcome::Skipped(_)));
+        assert!(out.text.contains(r#""a": {"command": "x"}"#));
+    }
+
+    /// A config of stdio servers with arbitrary strings, in one of three layouts.
+    fn config() -> impl Strategy<Value = String> {
+        let text = "\\PC{0,10}|[\"\\\\/ é\u{1F600}]{0,4}";
+        let server = (
+            text,
+            prop::option::of(prop::collection::vec(text, 0..4)),
+            prop::option::of(prop::collection::btree_map("[A-Z]{1,4}", text, 0..3)),
+        );
+        (prop::collection::vec(server, 1..4), 0..3usize).prop_map(|(servers, layout)| {
+            let mut map = Map::new();
+            for (i, (command, args, env)) in servers.into_iter().enumerate() {
+                let mut entry = Map::new();
+                entry.insert("command".to_owned(), json!(command));
+                if let Some(args) = args {
+                    entry.insert("args".to_owned(), json!(args));
+                }
+                if let Some(env) = env {
+                    entry.insert("env".to_owned(), json!(env));
+                }
+                map.insert(format!("s{i}"), Json::Object(entry));
+            }
+            let root = json!({"before": 1, "mcpServers": map, "after": [true]});
+            match layout {
+                0 => serde_json::to_string(&root).expect("JSON"),
+                1 => serde_json::to_string_pretty(&root).expect("JSON"),
+                _ => {
+                    let mut out = Vec::new();
+                    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"\t");
+                    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+                    serde::Serialize::serialize(&root, &mut ser).expect("JSON");
+                    String::from_utf8(out).expect("UTF-8")
+                }
+            }
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// wrap is idempotent, unwrap(wrap(x)) == x byte for byte, and the wrapped file means
+        /// `exe proxy -- command args…` with everything else equal.
+        #[test]
+        fn wrap_round_trips(text in config()) {
+            let wrapped = wrap(&text);
+            prop_assert_eq!(wrap(&wrapped), wrapped.clone());
+            prop_assert_eq!(unwrap(&wrapped), text.clone());
+            let before: Json = serde_json::from_str(&text).expect("JSON");
+            let after: Json = serde_json::from_str(&wrapped).expect("wrapped is JSON");
+            prop_assert_eq!(&before["before"], &after["before"]);
+            prop_assert_eq!(&before["after"], &after["after"]);
+            for (name, entry) in before["mcpServers"].as_object().expect("servers") {
+                let got = &after["mcpServers"][name];
+                let mut args = vec![json!("proxy"), json!("--"), entry["command"].clone()];
+                args.extend(entry["args"].as_array().cloned().unwrap_or_default());
+                prop_assert_eq!(&got["command"], &json!(EXE));
+                prop_assert_eq!(&got["args"], &Json::Array(args));
+                prop_assert_eq!(&got["env"], &entry["env"]);
+            }
+        }
+    }
 }

@@ -8,7 +8,10 @@
 use anyhow::Context as _;
 use toml_edit::{Array, DocumentMut, Item, Key, TableLike, Value};
 
-use super::form::{Action, ArgsView, Decision, EntryView, Outcome, decide, remote_description};
+use super::form::{
+    Action, ArgsView, Decision, EntryView, Outcome, decide, line_break_and_indent,
+    remote_description,
+};
 use super::{Note, Rewritten, Selection};
 
 /// Rewrites the servers in `mcp_servers` of the TOML `text` for `action`.
@@ -122,6 +125,18 @@ fn edit_entry(entry: &mut dyn TableLike, action: &Action) -> Outcome {
                 server_cmd = array.remove(0);
             }
             let now_empty = array.is_empty();
+            if now_empty {
+                // The whitespace before `]` was parsed as the last element's suffix: it goes
+                // back to the array.
+                let tail = server_cmd
+                    .decor()
+                    .suffix()
+                    .and_then(|s| s.as_str())
+                    .unwrap_or("")
+                    .to_owned();
+                let trailing = array.trailing().as_str().unwrap_or("").to_owned();
+                array.set_trailing(tail + &trailing);
+            }
             if let Some(first) = array.get_mut(0) {
                 first.decor_mut().set_prefix(lead);
             }
@@ -164,18 +179,12 @@ fn prefix_of(array: &Array, index: usize) -> String {
 /// new items take the separator the array already uses.
 fn insert_front(array: &mut Array, items: Vec<Value>) {
     let lead = prefix_of(array, 0);
-    let sep = if array.len() >= 2 {
-        let second = prefix_of(array, 1);
-        if second.trim().is_empty() {
-            second
-        } else {
-            " ".to_owned()
-        }
-    } else if lead.contains('\n') && lead.trim().is_empty() {
-        lead.clone()
+    let gap = if array.len() >= 2 {
+        prefix_of(array, 1)
     } else {
-        " ".to_owned()
+        lead.clone()
     };
+    let sep = line_break_and_indent(&gap).map_or_else(|| " ".to_owned(), str::to_owned);
     if let Some(first) = array.get_mut(0) {
         first.decor_mut().set_prefix(sep.clone());
     }
@@ -215,6 +224,156 @@ fn insert_before(table: &mut dyn TableLike, anchor: &str, key: &str, value: Valu
         if let Some(mut key) = table.key_mut(formatted.get()) {
             *key.leaf_decor_mut() = formatted.leaf_decor().clone();
             *key.dotted_decor_mut() = formatted.dotted_decor().clone();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::wrap::form::Wrapper;
+
+    const EXE: &str = "/opt/bin/mcp-budget";
+
+    fn all() -> Selection {
+        Selection(Vec::new())
+    }
+
+    fn wrap(text: &str) -> String {
+        let action = Action::Wrap(Wrapper {
+            exe: EXE.to_owned(),
+            max_tokens: None,
+        });
+        rewrite(text, &action, &all()).expect("rewrite").text
+    }
+
+    fn unwrap(text: &str) -> String {
+        rewrite(text, &Action::Unwrap, &all())
+            .expect("rewrite")
+            .text
+    }
+
+    #[test]
+    fn comments_spelling_and_multi_line_arrays_survive() {
+        let text = "[mcp_servers.a]\ncommand = 'x' # note\nargs = [\n  \"1\", # one\n  \"2\",\n]\n";
+        let wrapped = wrap(text);
+        assert_eq!(
+            wrapped,
+            "[mcp_servers.a]\ncommand = \"/opt/bin/mcp-budget\" # note\nargs = [\n  \"proxy\",\n  \"--\",\n  'x',\n  \"1\", # one\n  \"2\",\n]\n"
+        );
+        assert_eq!(unwrap(&wrapped), text);
+    }
+
+    #[test]
+    fn remote_and_odd_entries_are_left_alone() {
+        let text = "[mcp_servers.r]\nurl = \"https://x/mcp\"\n\n[mcp_servers.n]\ncommand = 3\n\n[mcp_servers.q]\ncommand = \"q\"\nargs = [1]\n";
+        let out = rewrite(
+            text,
+            &Action::Wrap(Wrapper {
+                exe: EXE.to_owned(),
+                max_tokens: None,
+            }),
+            &all(),
+        )
+        .expect("rewrite");
+        assert_eq!(out.text, text);
+        assert!(matches!(out.notes[0].outcome, Outcome::Remote(_)));
+        assert!(matches!(out.notes[1].outcome, Outcome::Skipped(_)));
+        assert!(matches!(out.notes[2].outcome, Outcome::Skipped(_)));
+    }
+
+    /// A TOML string literal for `s`.
+    fn quoted(s: &str) -> String {
+        Value::from(s).to_string()
+    }
+
+    /// A Codex config of stdio servers with arbitrary strings, in one of three layouts.
+    fn config() -> impl Strategy<Value = String> {
+        let text = "\\PC{0,10}|['\"\\\\ é]{0,4}";
+        let server = (
+            text,
+            prop::option::of(prop::collection::vec(text, 0..4)),
+            prop::option::of(prop::collection::btree_set("[A-Z]{1,4}", 0..3)),
+        );
+        (prop::collection::vec(server, 1..4), 0..3usize).prop_map(|(servers, layout)| {
+            let mut out = String::from("# Codex\nmodel = \"m\"\n\n");
+            if layout == 1 {
+                out.push_str("[mcp_servers]\n");
+            }
+            for (i, (command, args, env)) in servers.into_iter().enumerate() {
+                let args = args.map(|args| {
+                    let items: Vec<String> = args.iter().map(|a| quoted(a)).collect();
+                    if layout == 2 {
+                        let mut s = String::from("[\n");
+                        for item in items {
+                            s.push_str(&format!("    {item},\n"));
+                        }
+                        s.push(']');
+                        s
+                    } else {
+                        format!("[{}]", items.join(", "))
+                    }
+                });
+                let env = env.map(|keys| {
+                    let pairs: Vec<String> =
+                        keys.iter().map(|k| format!("{k}{i} = \"v\"")).collect();
+                    format!("{{ {} }}", pairs.join(", "))
+                });
+                if layout == 1 {
+                    let mut parts = vec![format!("command = {}", quoted(&command))];
+                    parts.extend(args.map(|a| format!("args = {a}")));
+                    parts.extend(env.map(|e| format!("env = {e}")));
+                    out.push_str(&format!("s{i} = {{ {} }}\n", parts.join(", ")));
+                } else {
+                    out.push_str(&format!("[mcp_servers.s{i}]\n# server {i}\n"));
+                    out.push_str(&format!("command = {} # cmd\n", quoted(&command)));
+                    if let Some(a) = args {
+                        out.push_str(&format!("args = {a}\n"));
+                    }
+                    if let Some(e) = env {
+                        out.push_str(&format!("env = {e}\n"));
+                    }
+                    out.push('\n');
+                }
+            }
+            out
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// wrap is idempotent, unwrap(wrap(x)) == x byte for byte, and each wrapped server
+        /// runs `exe proxy -- command args…`.
+        #[test]
+        fn wrap_round_trips(text in config()) {
+            let wrapped = wrap(&text);
+            prop_assert_eq!(wrap(&wrapped), wrapped.clone());
+            prop_assert_eq!(unwrap(&wrapped), text.clone());
+            let before: DocumentMut = text.parse().expect("TOML");
+            let after: DocumentMut = wrapped.parse().expect("wrapped is TOML");
+            let servers = before["mcp_servers"].as_table_like().expect("servers");
+            for (name, entry) in servers.iter() {
+                let got = &after["mcp_servers"][name];
+                prop_assert_eq!(got["command"].as_str(), Some(EXE));
+                let mut want = vec![
+                    "proxy".to_owned(),
+                    "--".to_owned(),
+                    entry["command"].as_str().expect("command").to_owned(),
+                ];
+                if let Some(args) = entry.get("args").and_then(Item::as_array) {
+                    want.extend(args.iter().filter_map(|v| v.as_str().map(str::to_owned)));
+                }
+                let args: Vec<String> = got["args"]
+                    .as_array()
+                    .expect("args")
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect();
+                prop_assert_eq!(args, want);
+            }
         }
     }
 }
