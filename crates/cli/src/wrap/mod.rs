@@ -96,13 +96,31 @@ pub(crate) fn run_wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
         .context("cannot find the path of this mcp-budget binary")?;
     let exe = exe
         .to_str()
-        .context("the path of this mcp-budget binary is not UTF-8, so no config can name it")?
-        .to_owned();
+        .context("the path of this mcp-budget binary is not UTF-8, so no config can name it")?;
+    // Windows' canonical form is `\\?\C:\…`; clients expect the plain `C:\…`.
+    let exe = match exe.strip_prefix(r"\\?\") {
+        Some(plain) if plain.as_bytes().get(1) == Some(&b':') => plain.to_owned(),
+        _ => exe.to_owned(),
+    };
+    if in_build_tree(&exe) {
+        eprintln!(
+            "note: {exe} is in a cargo build directory; the config will point there (install \
+             with `cargo install --locked --path crates/cli` for a lasting path)"
+        );
+    }
     let action = Action::Wrap(Wrapper {
         exe,
         max_tokens: args.max_tokens,
     });
     run(args.selectors, &action)
+}
+
+/// Whether `exe` sits in a cargo `target/{debug,release}` directory.
+fn in_build_tree(exe: &str) -> bool {
+    let parts: Vec<&str> = exe.split(['/', '\\']).collect();
+    parts
+        .windows(2)
+        .any(|w| w[0] == "target" && (w[1] == "debug" || w[1] == "release"))
 }
 
 /// Runs `mcp-budget unwrap`.
@@ -187,4 +205,17 @@ fn run(selectors: Selectors, action: &Action) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_tree_paths_are_noticed() {
+        assert!(in_build_tree("/work/repo/target/debug/mcp-budget"));
+        assert!(in_build_tree(r"C:\src\target\release\mcp-budget.exe"));
+        assert!(!in_build_tree("/home/me/.cargo/bin/mcp-budget"));
+        assert!(!in_build_tree("/opt/target/mcp-budget"));
+    }
 }
