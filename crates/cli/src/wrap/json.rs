@@ -443,8 +443,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
-
+        // Cases: PROPTEST_CASES (scripts/test.sh: 10,000, about 20 s for both formats).
         /// wrap is idempotent, unwrap(wrap(x)) == x byte for byte, and the wrapped file means
         /// `exe proxy -- command args…` with everything else equal.
         #[test]
