@@ -10,6 +10,7 @@ mod measure;
 mod proxy;
 mod report;
 mod shape;
+mod wrap;
 
 /// Keep every MCP tool response inside a token budget without losing anything.
 #[derive(Debug, Parser)]
@@ -31,6 +32,10 @@ enum Command {
     Report(report::Args),
     /// Run the built-in fixture server through the proxy and show what it does.
     Demo(demo::Args),
+    /// Route each stdio MCP server in a client's config through `mcp-budget proxy`.
+    Wrap(wrap::WrapArgs),
+    /// Undo `wrap`: give each wrapped server its own command line back.
+    Unwrap(wrap::UnwrapArgs),
     /// The deterministic fixture MCP server used by tests and the demo (stdio).
     #[command(hide = true)]
     FixtureServer(demo::FixtureArgs),
@@ -54,6 +59,8 @@ fn main() -> ExitCode {
         Command::Shape(args) => shape::run(args),
         Command::Report(args) => report::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Wrap(args) => wrap::run_wrap(args),
+        Command::Unwrap(args) => wrap::run_unwrap(args),
         Command::FixtureServer(args) => demo::run_fixture(args),
         Command::JqWorker { .. } => Ok(ExitCode::SUCCESS),
     };

@@ -1,0 +1,321 @@
+//! What a wrapped entry looks like, and what to do with one entry: the rules shared by the JSON
+//! and the TOML rewrites, free of any file format.
+//!
+//! A wrapped stdio entry is `command = <…/mcp-budget>` and
+//! `args = ["proxy", <proxy flags>…, "--", <server command>, <server args>…]`. Nothing else is
+//! stored: the server's own command and arguments are the elements after the first `--`, so
+//! `unwrap` gets them back from the entry alone, and an entry written by hand the way the README
+//! shows (`"command": "mcp-budget"`) is recognised too.
+
+use std::fmt;
+
+/// The argument that starts the proxy's subcommand.
+const PROXY: &str = "proxy";
+/// The separator between the proxy's flags and the server's command line.
+const SEPARATOR: &str = "--";
+
+/// What `wrap` puts in front of a server's command line.
+#[derive(Debug, Clone)]
+pub(crate) struct Wrapper {
+    /// Absolute path of the `mcp-budget` binary, as the entry's new `command`.
+    pub(crate) exe: String,
+    /// `--max-tokens N` for the proxy (tokens), when given.
+    pub(crate) max_tokens: Option<usize>,
+}
+
+impl Wrapper {
+    /// The arguments put before the server's command: `proxy [--max-tokens N] --`.
+    pub(crate) fn prefix(&self) -> Vec<String> {
+        let mut args = vec![PROXY.to_owned()];
+        if let Some(n) = self.max_tokens {
+            args.push("--max-tokens".to_owned());
+            args.push(n.to_string());
+        }
+        args.push(SEPARATOR.to_owned());
+        args
+    }
+}
+
+/// `wrap` or `unwrap`.
+#[derive(Debug, Clone)]
+pub(crate) enum Action {
+    Wrap(Wrapper),
+    Unwrap,
+}
+
+/// The parts of one server entry that decide what happens to it, read by a format module.
+#[derive(Debug)]
+pub(crate) struct EntryView {
+    /// `Some(description)` when the entry names a remote server (`url`, `serverUrl`, or a
+    /// `type` of `http`/`sse`/`streamable-http`).
+    pub(crate) remote: Option<String>,
+    /// The `command` string; `None` when absent or not a string.
+    pub(crate) command: Option<String>,
+    /// The `args` key.
+    pub(crate) args: ArgsView,
+}
+
+/// The `args` key of an entry.
+#[derive(Debug)]
+pub(crate) enum ArgsView {
+    Missing,
+    Strings(Vec<String>),
+    /// Present but not an array of strings.
+    Invalid,
+}
+
+/// What a format module does to one entry.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Route the entry through the proxy.
+    Wrap,
+    /// Restore the server's command line: `args[cmd]` is its command, `args[cmd + 1..]` its
+    /// arguments, `args[..cmd]` the proxy's part.
+    Unwrap { cmd: usize },
+    /// Leave the entry as it is, for this reason.
+    Leave(Outcome),
+}
+
+/// What happened to one entry, for the summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Wrapped,
+    Unwrapped,
+    AlreadyWrapped,
+    NotWrapped,
+    /// A remote server, which the proxy cannot front yet.
+    Remote(String),
+    /// Not a stdio server this tool understands (no `command`, odd `args`, not an object).
+    Skipped(String),
+}
+
+impl Outcome {
+    /// Whether the file changes for this entry.
+    pub(crate) fn changes(&self) -> bool {
+        matches!(self, Outcome::Wrapped | Outcome::Unwrapped)
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Wrapped => f.write_str("wrapped"),
+            Outcome::Unwrapped => f.write_str("unwrapped"),
+            Outcome::AlreadyWrapped => f.write_str(
+                "already wrapped, left as it is (to change its proxy flags, unwrap it first)",
+            ),
+            Outcome::NotWrapped => f.write_str("not wrapped, left as it is"),
+            Outcome::Remote(what) => write!(
+                f,
+                "skipped: remote server ({what}); `mcp-budget proxy --upstream` does not exist \
+                 yet, so it stays as it is"
+            ),
+            Outcome::Skipped(why) => write!(f, "skipped: {why}"),
+        }
+    }
+}
+
+/// Whether `command` names the `mcp-budget` binary (any directory; `.exe` on Windows).
+pub(crate) fn is_mcp_budget(command: &str) -> bool {
+    let name = command.rsplit(['/', '\\']).next().unwrap_or(command);
+    name == "mcp-budget" || name.eq_ignore_ascii_case("mcp-budget.exe")
+}
+
+/// For a wrapped entry, the index in `args` of the server's command (the element after the first
+/// `--` that follows `proxy`); `None` when `(command, args)` is not a wrapped entry.
+pub(crate) fn wrapped_split(command: &str, args: &[String]) -> Option<usize> {
+    if !is_mcp_budget(command) || args.first().map(String::as_str) != Some(PROXY) {
+        return None;
+    }
+    let sep = args.iter().position(|a| a == SEPARATOR)?;
+    (sep + 1 < args.len()).then_some(sep + 1)
+}
+
+/// Decides what `action` does to an entry.
+pub(crate) fn decide(action: &Action, entry: &EntryView) -> Decision {
+    if let Some(remote) = &entry.remote {
+        return Decision::Leave(Outcome::Remote(remote.clone()));
+    }
+    let Some(command) = &entry.command else {
+        return Decision::Leave(Outcome::Skipped(
+            "no `command` string, so not a stdio server".to_owned(),
+        ));
+    };
+    let args: &[String] = match &entry.args {
+        ArgsView::Missing => &[],
+        ArgsView::Strings(args) => args,
+        ArgsView::Invalid => {
+            return Decision::Leave(Outcome::Skipped(
+                "`args` is not a list of strings".to_owned(),
+            ));
+        }
+    };
+    let split = wrapped_split(command, args);
+    match (action, split) {
+        (Action::Wrap(_), Some(_)) => Decision::Leave(Outcome::AlreadyWrapped),
+        (Action::Wrap(_), None) => Decision::Wrap,
+        (Action::Unwrap, Some(cmd)) => Decision::Unwrap { cmd },
+        (Action::Unwrap, None) => Decision::Leave(Outcome::NotWrapped),
+    }
+}
+
+/// The text of `remote` for an entry: its URL when it has one.
+pub(crate) fn remote_description(url: Option<&str>, kind: Option<&str>) -> Option<String> {
+    match (url, kind) {
+        (Some(url), _) => Some(url.to_owned()),
+        (None, Some(kind)) if is_remote_type(kind) => Some(format!("type {kind}")),
+        _ => None,
+    }
+}
+
+/// Transport types of remote servers in the clients' documented formats.
+fn is_remote_type(kind: &str) -> bool {
+    matches!(
+        kind,
+        "http" | "sse" | "streamable-http" | "streamableHttp" | "ws"
+    )
+}
+
+/// The line break and indentation that end `gap` (the text between two array elements, or
+/// between `[` and the first): `"\n    "` or `"\r\n\t"`; `None` when `gap` has no line break or
+/// its last line holds more than whitespace.
+pub(crate) fn line_break_and_indent(gap: &str) -> Option<&str> {
+    let at = gap.rfind('\n')?;
+    let indent = &gap[at + 1..];
+    if !indent.trim().is_empty() {
+        return None;
+    }
+    let start = if gap[..at].ends_with('\r') {
+        at - 1
+    } else {
+        at
+    };
+    Some(&gap[start..])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn line_breaks_and_indents() {
+        assert_eq!(line_break_and_indent(",\n    "), Some("\n    "));
+        assert_eq!(line_break_and_indent(" # one\n  "), Some("\n  "));
+        assert_eq!(line_break_and_indent(", // c\r\n\t\t"), Some("\r\n\t\t"));
+        assert_eq!(line_break_and_indent(", "), None);
+        assert_eq!(line_break_and_indent("\n /* c */ "), None);
+    }
+
+    use super::*;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn wrapper() -> Action {
+        Action::Wrap(Wrapper {
+            exe: "/opt/bin/mcp-budget".to_owned(),
+            max_tokens: None,
+        })
+    }
+
+    #[test]
+    fn prefix_has_the_budget_only_when_given() {
+        let mut w = Wrapper {
+            exe: "/x/mcp-budget".to_owned(),
+            max_tokens: None,
+        };
+        assert_eq!(w.prefix(), strings(&["proxy", "--"]));
+        w.max_tokens = Some(4000);
+        assert_eq!(
+            w.prefix(),
+            strings(&["proxy", "--max-tokens", "4000", "--"])
+        );
+    }
+
+    #[test]
+    fn recognises_wrapped_entries_by_binary_name_proxy_and_separator() {
+        let args = strings(&["proxy", "--max-tokens", "10", "--", "npx", "-y", "srv"]);
+        assert_eq!(wrapped_split("/usr/local/bin/mcp-budget", &args), Some(4));
+        assert_eq!(wrapped_split("mcp-budget", &args), Some(4));
+        assert_eq!(wrapped_split(r"C:\tools\MCP-BUDGET.EXE", &args), Some(4));
+        // Another program, no `proxy`, no `--`, nothing after `--`: not wrapped.
+        assert_eq!(wrapped_split("/usr/bin/npx", &args), None);
+        assert_eq!(wrapped_split("mcp-budget", &strings(&["demo"])), None);
+        assert_eq!(wrapped_split("mcp-budget", &strings(&["proxy", "x"])), None);
+        assert_eq!(
+            wrapped_split("mcp-budget", &strings(&["proxy", "--"])),
+            None
+        );
+        assert_eq!(wrapped_split("my-mcp-budget", &args), None);
+    }
+
+    #[test]
+    fn the_server_s_own_double_dash_stays_with_the_server() {
+        let args = strings(&["proxy", "--", "srv", "--", "--flag"]);
+        assert_eq!(wrapped_split("mcp-budget", &args), Some(2));
+    }
+
+    #[test]
+    fn decisions() {
+        let stdio = EntryView {
+            remote: None,
+            command: Some("npx".to_owned()),
+            args: ArgsView::Strings(strings(&["-y", "srv"])),
+        };
+        assert_eq!(decide(&wrapper(), &stdio), Decision::Wrap);
+        assert_eq!(
+            decide(&Action::Unwrap, &stdio),
+            Decision::Leave(Outcome::NotWrapped)
+        );
+        let wrapped = EntryView {
+            remote: None,
+            command: Some("/opt/bin/mcp-budget".to_owned()),
+            args: ArgsView::Strings(strings(&["proxy", "--", "npx"])),
+        };
+        assert_eq!(
+            decide(&wrapper(), &wrapped),
+            Decision::Leave(Outcome::AlreadyWrapped)
+        );
+        assert_eq!(
+            decide(&Action::Unwrap, &wrapped),
+            Decision::Unwrap { cmd: 2 }
+        );
+        let remote = EntryView {
+            remote: Some("https://x/mcp".to_owned()),
+            command: None,
+            args: ArgsView::Missing,
+        };
+        assert!(matches!(
+            decide(&wrapper(), &remote),
+            Decision::Leave(Outcome::Remote(_))
+        ));
+        let odd = EntryView {
+            remote: None,
+            command: Some("srv".to_owned()),
+            args: ArgsView::Invalid,
+        };
+        assert!(matches!(
+            decide(&wrapper(), &odd),
+            Decision::Leave(Outcome::Skipped(_))
+        ));
+        let no_args = EntryView {
+            remote: None,
+            command: Some("srv".to_owned()),
+            args: ArgsView::Missing,
+        };
+        assert_eq!(decide(&wrapper(), &no_args), Decision::Wrap);
+    }
+
+    #[test]
+    fn remote_descriptions() {
+        assert_eq!(
+            remote_description(Some("https://a/mcp"), Some("http")).as_deref(),
+            Some("https://a/mcp")
+        );
+        assert_eq!(
+            remote_description(None, Some("sse")).as_deref(),
+            Some("type sse")
+        );
+        assert_eq!(remote_description(None, Some("stdio")), None);
+        assert_eq!(remote_description(None, None), None);
+    }
+}

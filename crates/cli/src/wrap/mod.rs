@@ -1,0 +1,221 @@
+//! `mcp-budget wrap` / `unwrap`: route each stdio MCP server in a client's config through
+//! `mcp-budget proxy`, or take it out again.
+//!
+//! A wrapped entry runs `<absolute path of this binary> proxy [--max-tokens N] -- <command>
+//! <args>…` (absolute, since Claude Desktop does not read the shell's `PATH`); `env` and every
+//! other key stay as they were. Wrapping twice changes nothing; `unwrap` gives back the file
+//! byte for byte. The change is printed as a unified diff on stdout; what happened to each
+//! server, and where the backup went, on stderr.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+
+mod client;
+mod files;
+mod form;
+mod json;
+mod toml;
+
+use client::{Client, Format};
+use form::{Action, Outcome, Wrapper};
+
+/// Which config and which servers (flags shared by `wrap` and `unwrap`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct Selectors {
+    /// The client whose MCP config to edit (its documented file; a project's file in the
+    /// current directory wins over the user's)
+    #[arg(long, value_enum, required_unless_present = "config")]
+    client: Option<Client>,
+
+    /// The config file to edit, instead of the client's default
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
+
+    /// Only these servers (names as in the config, comma-separated)
+    #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
+    only: Vec<String>,
+
+    /// Print the diff only; write nothing
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// Flags of `mcp-budget wrap`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct WrapArgs {
+    #[command(flatten)]
+    selectors: Selectors,
+
+    /// Budget in tokens for the proxy of each wrapped server (`proxy --max-tokens N`)
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<usize>,
+}
+
+/// Flags of `mcp-budget unwrap`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct UnwrapArgs {
+    #[command(flatten)]
+    selectors: Selectors,
+}
+
+/// The servers `--only` names (all when empty).
+pub(crate) struct Selection(Vec<String>);
+
+impl Selection {
+    fn selects(&self, name: &str) -> bool {
+        self.0.is_empty() || self.0.iter().any(|n| n == name)
+    }
+}
+
+/// One server and what happened to it.
+pub(crate) struct Note {
+    /// The server's name, with its project for Claude Code's per-project servers.
+    label: String,
+    outcome: Outcome,
+}
+
+/// A rewritten config.
+pub(crate) struct Rewritten {
+    /// The whole new file.
+    text: String,
+    /// The selected servers, in file order.
+    notes: Vec<Note>,
+    /// Every server's name, selected or not.
+    names: Vec<String>,
+}
+
+/// Runs `mcp-budget wrap`.
+pub(crate) fn run_wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
+    if args.max_tokens == Some(0) {
+        bail!("--max-tokens must be at least 1");
+    }
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .context("cannot find the path of this mcp-budget binary")?;
+    let exe = exe
+        .to_str()
+        .context("the path of this mcp-budget binary is not UTF-8, so no config can name it")?;
+    // Windows' canonical form is `\\?\C:\…`; clients expect the plain `C:\…`.
+    let exe = match exe.strip_prefix(r"\\?\") {
+        Some(plain) if plain.as_bytes().get(1) == Some(&b':') => plain.to_owned(),
+        _ => exe.to_owned(),
+    };
+    if in_build_tree(&exe) {
+        eprintln!(
+            "note: {exe} is in a cargo build directory; the config will point there (install \
+             with `cargo install --locked --path crates/cli` for a lasting path)"
+        );
+    }
+    let action = Action::Wrap(Wrapper {
+        exe,
+        max_tokens: args.max_tokens,
+    });
+    run(args.selectors, &action)
+}
+
+/// Whether `exe` sits in a cargo `target/{debug,release}` directory.
+fn in_build_tree(exe: &str) -> bool {
+    let parts: Vec<&str> = exe.split(['/', '\\']).collect();
+    parts
+        .windows(2)
+        .any(|w| w[0] == "target" && (w[1] == "debug" || w[1] == "release"))
+}
+
+/// Runs `mcp-budget unwrap`.
+pub(crate) fn run_unwrap(args: UnwrapArgs) -> anyhow::Result<ExitCode> {
+    run(args.selectors, &Action::Unwrap)
+}
+
+fn run(selectors: Selectors, action: &Action) -> anyhow::Result<ExitCode> {
+    let (path, format, client) = match (&selectors.config, selectors.client) {
+        (Some(path), Some(client)) => (path.clone(), client.format(), Some(client)),
+        (Some(path), None) => {
+            let client = Client::guess(path);
+            let format = client.map_or_else(|| client::any_format(path), Client::format);
+            (path.clone(), format, client)
+        }
+        (None, Some(client)) => {
+            let cwd = std::env::current_dir().context("cannot read the current directory")?;
+            (client.default_path(&cwd)?, client.format(), Some(client))
+        }
+        (None, None) => bail!("name a client with --client or a file with --config"),
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let selection = Selection(selectors.only.clone());
+    let verb = match action {
+        Action::Wrap(_) => "wrap",
+        Action::Unwrap => "unwrap",
+    };
+    let rewritten = match &format {
+        Format::Json(places) => json::rewrite(&text, places, action, &selection),
+        Format::Toml => toml::rewrite(&text, action, &selection),
+    }
+    .with_context(|| format!("cannot {verb} {} (left as it is)", path.display()))?;
+
+    let missing: Vec<&str> = selectors
+        .only
+        .iter()
+        .filter(|n| !rewritten.names.contains(n))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "no server named {} in {} (its servers: {}); nothing was written",
+            missing.join(", "),
+            path.display(),
+            if rewritten.names.is_empty() {
+                "none".to_owned()
+            } else {
+                rewritten.names.join(", ")
+            }
+        );
+    }
+
+    if rewritten.notes.is_empty() {
+        eprintln!("{}: no MCP servers found", path.display());
+    }
+    for note in &rewritten.notes {
+        eprintln!("  {}: {}", note.label, note.outcome);
+    }
+    if rewritten.text == text {
+        eprintln!(
+            "{}: nothing to {verb}; the file was not touched",
+            path.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", files::unified_diff(&text, &rewritten.text, &path));
+    if selectors.dry_run {
+        eprintln!("dry run: {} was not written", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let backup = files::replace(&path, &text, &rewritten.text)?;
+    eprintln!(
+        "wrote {} (the previous version is in {})",
+        path.display(),
+        backup.display()
+    );
+    if let Some(client) = client {
+        eprintln!(
+            "restart {} (or reload its MCP servers) to use it",
+            client.name()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_tree_paths_are_noticed() {
+        assert!(in_build_tree("/work/repo/target/debug/mcp-budget"));
+        assert!(in_build_tree(r"C:\src\target\release\mcp-budget.exe"));
+        assert!(!in_build_tree("/home/me/.cargo/bin/mcp-budget"));
+        assert!(!in_build_tree("/opt/target/mcp-budget"));
+    }
+}
