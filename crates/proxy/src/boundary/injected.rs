@@ -193,13 +193,19 @@ fn read_more(b: &Boundary, args: &Value, names: &ToolNames) -> Answer {
     };
     let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
     let mut bytes = page.meta.len();
-    for p in page.parts {
+    for p in &page.parts {
         bytes += p.body.len();
         content.push(json!({"type":"text","text":p.body}));
     }
     content.push(json!({"type":"text","text":page.meta}));
+    let mut result = serde_json::Map::new();
+    result.insert("content".into(), Value::Array(content));
+    walk::put_page_meta(
+        &mut result,
+        walk::page_meta(&entry.id, k, &page, entry.total_tokens),
+    );
     Answer {
-        result: json!({ "content": content }),
+        result: Value::Object(result),
         outcome: Outcome::Paged,
         response_id: Some(entry.id.clone()),
         bytes: bytes as u64,
@@ -251,8 +257,13 @@ fn query_response(b: &Boundary, args: &Value) -> Answer {
     );
     let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
     content.extend(emitted.items);
+    let mut result = serde_json::Map::new();
+    result.insert("content".into(), Value::Array(content));
+    if let Some(pm) = emitted.page_meta {
+        walk::put_page_meta(&mut result, pm);
+    }
     Answer {
-        result: json!({ "content": content }),
+        result: Value::Object(result),
         outcome: if emitted.mode == EmitMode::Whole {
             Outcome::Fit
         } else {
