@@ -61,9 +61,6 @@ fn all_pages(doc: &Document, budget: usize) -> Vec<Page> {
 
 /// Tokens of `text` by tiktoken-rs (cl100k_base, special tokens as text).
 fn tiktoken(text: &str) -> usize {
-    if std::env::var("NO_TIKTOKEN").is_ok() {
-        return Encoding::Cl100kBase.count(text);
-    }
     tiktoken_rs::cl100k_base_singleton()
         .encode_ordinary(text)
         .len()
@@ -312,6 +309,8 @@ fn a_5000_digit_number_is_cut_into_json_pages() {
     for v in [
         json!({"n": number.clone(), "after": [1, 2, 3]}),
         json!([number.clone()]),
+        // A query_response output can be the number itself.
+        number.clone(),
     ] {
         let doc = Document::Json(v);
         let n = check(&doc, 500).expect("invariants");

@@ -201,10 +201,20 @@ impl Loc {
             out.push_str(&self.tail);
             return out;
         }
-        // Too long for a human: shorten long keys, then drop middle steps.
+        // Too long for a human: shorten long keys (to fewer characters, and bytes, the
+        // shorter `max` is: emoji keys cost tokens), then drop middle steps.
+        let key_max = (max / 2).clamp(4, KEY_MAX_CHARS);
         for s in &mut self.steps {
-            if s.chars().count() > KEY_MAX_CHARS {
-                let cut: String = s.chars().take(KEY_MAX_CHARS - 1).collect();
+            if s.chars().count() > key_max || s.len() > 3 * key_max {
+                let mut bytes = 0;
+                let cut: String = s
+                    .chars()
+                    .take(key_max - 1)
+                    .take_while(|c| {
+                        bytes += c.len_utf8();
+                        bytes <= 3 * key_max
+                    })
+                    .collect();
                 *s = format!("{cut}…");
             }
         }
