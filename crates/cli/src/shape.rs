@@ -2,8 +2,10 @@
 //!
 //! Without `--all`: page 1 as the first content item carries it (compact JSON, or the text),
 //! then, when there is more, the meta item's JSON on its own last line. With `--all`: one JSON
-//! object per page and line, `{"page":<JSON value or text as a JSON string>,"meta":{…}}`
-//! (`meta` absent when the input fits).
+//! object per page and line,
+//! `{"page":<JSON value or text as a JSON string>,"meta":{…},"location":"<full location>"}`
+//! (`meta` and `location` absent when the input fits; `location` is the page's position never
+//! abbreviated, as the proxy sends it in `_meta["mcp-budget/page"]`).
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -104,6 +106,9 @@ fn all_line(page: &Page) -> String {
     if let Some(meta) = &page.meta {
         let meta = serde_json::from_str(meta).unwrap_or_else(|_| Value::String(meta.clone()));
         line.insert("meta".into(), meta);
+        // The full location (the meta's `shown` may be abbreviated): what the proxy sends in
+        // `_meta["mcp-budget/page"].location`, and what pages are merged by.
+        line.insert("location".into(), Value::String(page.location.clone()));
     }
     serde_json::to_string(&Value::Object(line)).unwrap_or_default()
 }

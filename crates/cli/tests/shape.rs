@@ -108,7 +108,7 @@ fn shape_all_pages_a_5_mb_file_within_budget_and_reassembles() {
         }
         assert_eq!(meta["response_id"], json!(id));
         assert_eq!(meta["truncated"], json!(true));
-        wire.push((page.clone(), meta["shown"].as_str().map(str::to_owned)));
+        wire.push((page.clone(), v["location"].as_str().map(str::to_owned)));
     }
     let pages: Vec<(Value, Option<&str>)> = wire
         .iter()
@@ -219,4 +219,65 @@ fn shape_reads_encoding_and_precision_from_the_environment_like_the_proxy() {
         "{\"x\":247.0}\n"
     );
     assert_eq!(bad_encoding.status.code(), Some(2));
+}
+
+/// Issue 8 §3: `{"<a 20,000-character key>":1,"other":[0,…,1999]}` and a 5,000-digit number at
+/// 500 were paged as raw text (`line 1 of 1 (chars …)`). Every page is now a JSON value within
+/// the budget, and the pages merged by their full `location` give the document back.
+#[test]
+fn shape_all_cuts_a_long_key_and_a_long_number_into_json_pages() {
+    let key = "key ".repeat(5000);
+    let other: Vec<u32> = (0..2000).collect();
+    let digits: String = (0..5000)
+        .map(|i| char::from(b'1' + (i % 9) as u8))
+        .collect();
+    let inputs = [
+        format!("{{{}:1,\"other\":{}}}", json!(key), json!(other)),
+        format!("[{digits}]"),
+        format!("{{\"n\":{digits},\"after\":[1,2,3]}}"),
+    ];
+    for (n, raw) in inputs.iter().enumerate() {
+        let path = temp_file(&format!("oversized_{n}.json"), raw.as_bytes());
+        let out = bin()
+            .args(["shape", "--all", "--max-tokens", "500"])
+            .arg(&path)
+            .output()
+            .expect("run mcp-budget shape");
+        let _ = std::fs::remove_file(&path);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+        let e = Encoding::Cl100kBase;
+        let mut wire: Vec<(Value, Option<String>)> = Vec::new();
+        for (i, line) in stdout.lines().enumerate() {
+            let v: Value = serde_json::from_str(line).expect("each line is JSON");
+            let page = &v["page"];
+            assert!(
+                page.is_object() || page.is_array(),
+                "page {i} is not a JSON value: {page:.80}"
+            );
+            let meta = serde_json::to_string(&v["meta"]).expect("re-serialize");
+            let body = serde_json::to_string(page).expect("re-serialize");
+            let tokens = e.count(&body) + e.count(&meta);
+            assert!(tokens <= 500, "input {n} page {i}: {tokens} tokens");
+            assert!(
+                !v["meta"]["shown"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("line")
+            );
+            wire.push((page.clone(), v["location"].as_str().map(str::to_owned)));
+        }
+        assert!(wire.len() > 3, "{} pages", wire.len());
+        let pages: Vec<(Value, Option<&str>)> = wire
+            .iter()
+            .map(|(v, s)| (v.clone(), s.as_deref()))
+            .collect();
+        let back = reassemble_from_wire(&pages).expect("the pages merge");
+        let expected: Value = serde_json::from_str(raw).expect("input is JSON");
+        assert!(back == expected, "input {n}: reassembled pages differ");
+    }
 }

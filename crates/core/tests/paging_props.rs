@@ -254,8 +254,13 @@ proptest! {
         let pages = all_pages(&doc, budget);
         let back = reassemble(&pages).expect("pages fit together");
         prop_assert_eq!(back, Document::Json(rounded(&doc)));
-        // A client that sees only bodies and `shown` gets the same (unless a location was
-        // abbreviated for being too long).
+        // A client that sees only bodies and full locations gets the same.
+        let wire: Vec<(Value, Option<&str>)> = pages
+            .iter()
+            .map(|p| (p.value.clone().unwrap_or_default(), p.meta.as_ref().map(|_| p.location.as_str())))
+            .collect();
+        prop_assert_eq!(reassemble_from_wire(&wire), Some(rounded(&doc)));
+        // So does one that sees `shown`, unless a location was abbreviated for being too long.
         if pages.iter().all(|p| !p.shown.contains('…')) {
             let wire: Vec<(Value, Option<&str>)> = pages
                 .iter()
@@ -547,20 +552,25 @@ fn a_long_string_is_split_at_char_boundaries() {
 // ---------------------------------------------------------------- pathological inputs
 
 #[test]
-fn an_indivisible_number_over_the_budget_is_shown_alone_and_flagged() {
+fn a_number_over_the_budget_is_cut_into_string_pieces() {
     let digits = "7".repeat(5000);
     let v: Value = serde_json::from_str(&format!("[1,{digits},2]")).unwrap();
     let doc = Document::Json(v);
     let pages = all_pages(&doc, 256);
-    let big: Vec<&Page> = pages.iter().filter(|p| p.oversized).collect();
-    assert_eq!(big.len(), 1);
-    assert_eq!(big[0].body, digits);
-    assert!(big[0].tokens > 256);
+    assert!(pages.len() > 5);
+    assert!(pages.iter().all(|p| !p.oversized && p.tokens <= 256));
+    // Every page is JSON; the pieces of the number are strings of its digits.
+    let pieces: String = pages
+        .iter()
+        .filter_map(|p| p.value.as_ref())
+        .flat_map(|v| v.as_array().cloned().unwrap_or_default())
+        .filter_map(|x| x.as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(pieces, digits);
     assert!(
-        pages
-            .iter()
-            .filter(|p| !p.oversized)
-            .all(|p| p.tokens <= 256)
+        pages[1].location.starts_with("$[1][digits "),
+        "{}",
+        pages[1].location
     );
     assert_eq!(reassemble(&pages), Some(Document::Json(rounded(&doc))));
 }

@@ -25,17 +25,19 @@ fn rows(n: usize) -> Value {
     json!({"content": [{"type": "text", "text": serde_json::to_string_pretty(&rows).unwrap()}]})
 }
 
-/// The JSON pages of a one-item response: (body value, meta shown).
+/// The JSON pages of a one-item response: (body value, full location from
+/// `_meta["mcp-budget/page"]`, which a paged result always carries).
 fn json_pages(pages: &[Value]) -> Vec<(Value, Option<String>)> {
     pages
         .iter()
         .map(|p| {
             let t = texts(p);
             let body: Value = serde_json::from_str(&t[0]).unwrap();
-            (
-                body,
-                meta(p).map(|m| m["shown"].as_str().unwrap().to_owned()),
-            )
+            let location = p["_meta"]["mcp-budget/page"]["location"]
+                .as_str()
+                .map(str::to_owned);
+            assert_eq!(location.is_some(), meta(p).is_some(), "{p}");
+            (body, location)
         })
         .collect()
 }
@@ -302,15 +304,17 @@ fn results_that_are_not_call_tool_results_pass_unchanged() {
     }
 }
 
+/// A key too big for any page is cut across pages like a long string (it was paged as the
+/// compact text, no page valid JSON): every page is JSON within the budget, and the pages
+/// merge back by their `_meta` locations.
 #[test]
-fn a_key_too_big_for_any_page_is_paged_as_text_within_budget() {
+fn a_key_too_big_for_any_page_is_cut_into_json_pages_within_budget() {
     let dir = tempfile::tempdir().unwrap();
     let b = boundary(256, &dir);
     let key: String = (0..400).map(|i| format!("seg{i}/")).collect();
     let value = json!({"rows": (0..50).collect::<Vec<u32>>(), key.clone(): 1});
-    let compact = serde_json::to_string(&value).unwrap();
     let r = json!({"content": [{"type": "text", "text": serde_json::to_string_pretty(&value).unwrap()}]});
     let pages = follow(&b, b.shape_call_result("t", r, 1), 256);
-    let joined: String = pages.iter().map(|p| texts(p)[0].clone()).collect();
-    assert_eq!(joined, compact);
+    assert!(pages.len() > 3, "{} pages", pages.len());
+    assert_eq!(reassemble_json(&pages), value);
 }

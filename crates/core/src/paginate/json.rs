@@ -13,9 +13,11 @@
 //! 3. **root deeper**: when the skeleton alone would eat more than a quarter of the body budget
 //!    (deep paths with many short scalars), the page body becomes the sub-tree at a deeper path.
 
-use serde_json::Value;
+use std::borrow::Cow;
 
-use super::path::{self, child, node_at, normalize};
+use serde_json::{Map, Value};
+
+use super::path::{self, KEY_BIT, child, key_offset, node_at, normalize, number_text};
 use super::window::write_window;
 use super::{Page, PageInfo, Position};
 use crate::compact;
@@ -174,9 +176,15 @@ impl JsonPaging<'_> {
             }
             chain
         } else {
-            let max_root = match s.split_last().and_then(|(_, p)| node_at(self.doc, p)) {
-                Some(Value::String(_)) => s.len() - 1,
-                _ => s.len(),
+            // A page that starts inside a key is rooted at most at the key's object; inside a
+            // string or number, at most at that string or number.
+            let max_root = if path::ends_in_key(s) {
+                s.len() - 2
+            } else {
+                match s.split_last().and_then(|(_, p)| node_at(self.doc, p)) {
+                    Some(Value::String(_) | Value::Number(_)) => s.len() - 1,
+                    _ => s.len(),
+                }
             };
             (0..=max_root).map(|k| s[..k].to_vec()).collect()
         };
@@ -250,7 +258,11 @@ impl JsonPaging<'_> {
         oversized: bool,
     ) -> Page {
         Page {
-            value: crate::dialect::parse(body.as_bytes()).ok().map(|p| p.value),
+            // Pages are never deeper than their document; NaN/Infinity literals it kept come
+            // back in the Python dialect.
+            value: parse_unbounded(&body)
+                .or_else(|| crate::dialect::parse(body.as_bytes()).ok().map(|p| p.value)),
+            location: path::shown(self.doc, s, end.as_deref(), r, usize::MAX),
             body,
             meta,
             tokens,
@@ -304,6 +316,9 @@ impl JsonPaging<'_> {
             s.to_vec()
         };
         let mut est = shell;
+        // Whether the key of the member at `pos` was already taken (in pieces): what is left
+        // of the member is its value.
+        let mut key_done = false;
         loop {
             if !cands.is_empty() && est > limit {
                 break;
@@ -312,16 +327,44 @@ impl JsonPaging<'_> {
             // What is left of the body budget proper: a unit that would cross it is descended
             // into, so that candidates are fine-grained where the page will end.
             let to_target = target.saturating_sub(est).max(1);
-            let parent = pos.split_last().and_then(|(_, p)| node_at(self.doc, p));
-            if pos.len() > r.len()
-                && let Some(Value::String(st)) = parent
-            {
-                // Inside a long string: pieces at character boundaries.
-                let o = pos.last().copied().unwrap_or(0);
-                if !self.string_pieces(st, o, &pos, &mut est, to_target, &mut cands) {
+            if let Some(o) = pos.last().copied().and_then(key_offset) {
+                // Inside a long key: pieces at character boundaries, then its value.
+                let member = &pos[..pos.len() - 1];
+                let Some((&i, obj_steps)) = member.split_last() else {
+                    break;
+                };
+                let Some(Value::Object(obj)) = node_at(self.doc, obj_steps) else {
+                    break;
+                };
+                let Some((k, _)) = obj.iter().nth(i) else {
+                    break;
+                };
+                let allow = |b: usize| key_cut_ok(obj, i, k, o, b);
+                if !self.string_pieces(k, o, &pos, KEY_BIT, &mut est, to_target, &mut cands, &allow)
+                {
                     break;
                 }
                 pos.pop();
+                key_done = true;
+                continue;
+            }
+            let parent = pos.split_last().and_then(|(_, p)| node_at(self.doc, p));
+            let piece_text: Option<Cow<'_, str>> = match parent {
+                Some(Value::String(st)) => Some(Cow::Borrowed(st.as_str())),
+                Some(Value::Number(n)) => Some(number_text(n, self.precision)),
+                _ => None,
+            };
+            if pos.len() > r.len()
+                && let Some(st) = piece_text
+            {
+                // Inside a long string or number: pieces at character boundaries.
+                let o = pos.last().copied().unwrap_or(0);
+                if !self.string_pieces(&st, o, &pos, 0, &mut est, to_target, &mut cands, &|_| true)
+                {
+                    break;
+                }
+                pos.pop();
+                key_done = false;
                 if self.take(r, &mut pos, &mut est, 0, &mut cands) {
                     break;
                 }
@@ -330,6 +373,7 @@ impl JsonPaging<'_> {
             // Runs of small siblings are counted in one tokenizer call (per-call overhead
             // dominates on many small elements), their tokens spread over them by bytes.
             if pos.len() > r.len()
+                && !key_done
                 && let Some(p) = parent
                 && let Some(run) = self.small_run(p, pos.last().copied().unwrap_or(0), to_target)
             {
@@ -352,7 +396,7 @@ impl JsonPaging<'_> {
                 }
             } else {
                 match parent.and_then(|p| child(p, pos.last().copied().unwrap_or(0))) {
-                    Some(kc) => kc,
+                    Some((k, n)) => (k.filter(|_| !key_done), n),
                     None => break,
                 }
             };
@@ -360,15 +404,22 @@ impl JsonPaging<'_> {
                 Value::Array(a) => !a.is_empty(),
                 Value::Object(m) => !m.is_empty(),
                 Value::String(st) => st.len() + 2 > LONG_STRING_BYTES,
+                Value::Number(n) => number_text(n, self.precision).len() > LONG_STRING_BYTES,
                 _ => false,
             };
+            // A key too long to sit on the page whole beside some of its value is cut too.
+            let long_key = key.filter(|k| k.len() + 2 > LONG_STRING_BYTES);
             // A unit that crosses the budget line is split (descended into) only when it is
             // big: small objects (records, rows) stay whole and the page ends between them.
             let small = (target / 16).max(48).min(target / 4);
             match self.fit_cost(key, node, remaining.max(small)) {
                 Some(cost)
-                    if cost <= remaining && (cost <= to_target || !splittable || cost <= small) =>
+                    if cost <= remaining
+                        && (cost <= to_target
+                            || !(splittable || long_key.is_some())
+                            || cost <= small) =>
                 {
+                    key_done = false;
                     if self.take(r, &mut pos, &mut est, cost, &mut cands) {
                         break;
                     }
@@ -377,8 +428,19 @@ impl JsonPaging<'_> {
                 Some(cost) if splittable && cost <= small && !cands.is_empty() => break,
                 _ => {}
             }
+            if let Some(k) = long_key {
+                let quoted = serde_json::to_string(k).unwrap_or_default();
+                let fits = self
+                    .count_upto(&quoted, to_target)
+                    .is_some_and(|c| c + 2 < to_target);
+                if !fits {
+                    pos.push(KEY_BIT);
+                    continue;
+                }
+            }
             if splittable {
                 est += 1 + key.map_or(0, |k| self.enc.count(k) + 2);
+                key_done = false;
                 pos.push(0);
                 continue;
             }
@@ -386,6 +448,7 @@ impl JsonPaging<'_> {
                 break;
             }
             // An indivisible unit over the budget: it still gets its page.
+            key_done = false;
             if self.take(r, &mut pos, &mut est, limit + 1, &mut cands) {
                 break;
             }
@@ -466,16 +529,20 @@ impl JsonPaging<'_> {
         done
     }
 
-    /// Candidate ends inside the string `st` from byte `o`. Returns whether the rest of the
-    /// string was taken (the walk goes on after it).
+    /// Candidate ends inside the string `st` (a string value, a number's spelling or a key)
+    /// from byte `o`; each end step is `flag | b`, for the byte offsets `b` that `allow`.
+    /// Returns whether the rest of the string was taken (the walk goes on after it).
+    #[allow(clippy::too_many_arguments)]
     fn string_pieces(
         &self,
         st: &str,
         o: usize,
         pos: &[usize],
+        flag: usize,
         est: &mut usize,
         remaining: usize,
         cands: &mut Vec<Cand>,
+        allow: &dyn Fn(usize) -> bool,
     ) -> bool {
         let rest = st.get(o..).unwrap_or_default();
         let quoted = |t: &str| serde_json::to_string(t).unwrap_or_default();
@@ -498,6 +565,16 @@ impl JsonPaging<'_> {
             if b <= last {
                 b = o + next_boundary(rest, last - o);
             }
+            // A few cuts are not allowed (a key piece equal to a sibling key): the next one is.
+            let mut tries = 0;
+            while b < st.len() && !allow(b) && tries < 256 {
+                b = o + next_boundary(rest, b - o);
+                tries += 1;
+            }
+            if b < st.len() && !allow(b) {
+                last = b;
+                continue;
+            }
             if b >= st.len() {
                 // The rest of the string is within reach: the walk goes on after it.
                 *est += remaining * k / 32;
@@ -505,7 +582,7 @@ impl JsonPaging<'_> {
             }
             last = b;
             let mut end = pos.to_vec();
-            end[depth - 1] = b;
+            end[depth - 1] = flag | b;
             cands.push(Cand {
                 end: Some(end),
                 est: *est + remaining * k / 32,
@@ -581,6 +658,30 @@ impl JsonPaging<'_> {
             end,
         }
     }
+}
+
+/// Whether member `i` of `obj`, whose key is `k`, may be cut at byte `b` of its key on a page
+/// that shows the key from byte `o`: neither piece (`k[o..b]` on this page, `k[b..]` as the
+/// next page could show it) may equal another key of `obj`, or a page would hold a duplicate
+/// key.
+fn key_cut_ok(obj: &Map<String, Value>, i: usize, k: &str, o: usize, b: usize) -> bool {
+    let (Some(head), Some(tail)) = (k.get(o..b), k.get(b..)) else {
+        return false;
+    };
+    !obj.keys()
+        .enumerate()
+        .any(|(j, other)| j != i && (other == head || other == tail))
+}
+
+/// `body` parsed back as JSON without serde_json's recursion limit of 128 (a page is no deeper
+/// than the document it comes from).
+fn parse_unbounded(body: &str) -> Option<Value> {
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_str(body);
+    de.disable_recursion_limit();
+    let v = Value::deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(v)
 }
 
 /// The largest character boundary of `s` at or below `b`.

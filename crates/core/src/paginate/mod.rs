@@ -9,10 +9,18 @@
 //!
 //! A page is a valid JSON value: a window of the document in document order, wrapped in the
 //! skeleton of its ancestors.
-//! - **Units** are scalars, empty containers, and pieces of long strings (compact text over 64
-//!   bytes; pieces are cut at character boundaries of the decoded string, then re-serialized,
-//!   so never inside an escape). Arrays are cut between elements; any array, object or long
-//!   string can be the cut point. Object keys and numbers are never split.
+//! - **Units** are scalars, empty containers, and pieces of long strings, long object keys and
+//!   long numbers (compact text over 64 bytes). String and key pieces are cut at character
+//!   boundaries of the decoded text, then re-serialized, so never inside an escape. Arrays are
+//!   cut between elements; any array, object, long string, long key or long number can be the
+//!   cut point.
+//! - **A cut key** shows on each page as a member whose key is the piece: `{"<piece>":null}`
+//!   while the key goes on past the page (`null` stands for the value not shown yet), then
+//!   `{"<last piece>":<value or its start>}`. A page that starts inside a key shows no skeleton
+//!   members at that key's object: its first member there is the key's continuation. A cut is
+//!   never placed where a piece would equal another key of the same object.
+//! - **A cut number** shows each piece of its compact spelling as a JSON string (`"12345…"`);
+//!   the merge rule turns it back into the number.
 //! - **Skeleton**: each ancestor object of the page's start keeps the *short scalar* members
 //!   (null, booleans, numbers, strings of compact text at most 64 bytes) that come before the
 //!   cut, in the original key order (`name`, `type`, `id` …), so the reader knows where it is.
@@ -20,9 +28,10 @@
 //! - **Root**: normally the page body is rooted at the document root (`$`). When the skeleton
 //!   alone would take more than a quarter of the page (very deep paths), the body is the
 //!   sub-tree at a deeper path R instead, and `shown` says so (` (body is R)`).
-//! - **Progress**: every page holds at least one unit not shown before (a unit too big for any
-//!   budget — a 5,000-digit number — is shown alone on its page, and the page is flagged
-//!   [`Page::oversized`]; it is the only case where a page exceeds the budget).
+//! - **Progress**: every page holds at least one unit not shown before (a page that cannot fit
+//!   even one character of a unit beside its meta — only with a meta item bigger than the
+//!   budget — is flagged [`Page::oversized`]; it is the only case where a page exceeds the
+//!   budget).
 //! - **Dense**: pages are filled greedily close to the budget; only about a page of the
 //!   document is serialized and tokenized per page (never the whole payload).
 //!
@@ -30,11 +39,16 @@
 //!
 //! Locations are JSONPath-like: `$`, then `.key` for identifier keys (`[A-Za-z_][A-Za-z0-9_]*`),
 //! `['key']` otherwise (RFC 9535 escapes: `\'`, `\\`, `\n`, `\uXXXX` …), `[i]` for array
-//! indices, and `[chars c]` for a character offset inside a string. `shown` is one of:
+//! indices, `[chars c]` for a character offset inside a string, `[key chars c]` for a
+//! character offset inside the key of the member named by the step before it
+//! (`$.a['k…'][key chars 3000]`), and `[digits c]` for a character offset inside the compact
+//! spelling of a number. `shown` is one of:
 //! - `$`: the whole document (only a page 1 that fits whole; it has no meta).
 //! - `P[a:b]`: elements `a` to `b` (exclusive) of the array at `P`; on page 1 `a` is `0` and
 //!   the page also holds the skeleton above `P` (`$[0].children[0:40]`).
-//! - `P[chars a:b]`: characters `a` to `b` (exclusive) of the string at `P`.
+//! - `P[chars a:b]`: characters `a` to `b` (exclusive) of the string at `P`; likewise
+//!   `P[key chars a:b]` (of the key of the member at `P`) and `P[digits a:b]` (of the number
+//!   at `P`).
 //! - `FROM to TO`: from the unit at `FROM` to just before `TO`; `TO` is `end` on the last page.
 //!   `FROM` is `$` on page 1.
 //! - any of these followed by ` (body is R)` when the page body is the sub-tree at `R`.
@@ -42,15 +56,19 @@
 //! A location longer than `max(48, budget / 8)` characters (1,250 at the default budget of
 //! 10,000 tokens) is abbreviated with `…` (long keys cut, middle steps dropped), and when a
 //! page would not fit otherwise (tiny budgets, very deep paths) locations shrink to about 12
-//! characters. An abbreviated `shown` is for humans only: a client cannot merge by it, the
-//! [`Position`] stays exact.
+//! characters. An abbreviated `shown` is for humans only: a client cannot merge by it. Every
+//! page also has its full location, [`Page::location`] (same grammar, never abbreviated),
+//! which the proxy sends in `result._meta["mcp-budget/page"]`; clients merge by that.
 //!
 //! ## Merge rule (reassembling JSON pages)
 //!
-//! Parse each page's `shown` left to right:
+//! Parse each page's full location ([`Page::location`]; `shown` when not abbreviated) left to
+//! right:
 //! - **S**, the start path: `$` then steps — `.name`, `['k']` (unescape `\'`, `\\`, `\n`,
 //!   `\r`, `\t`, `\b`, `\f`, `\uXXXX`), `[i]`, `[a:b]` (step `[a]`), `[chars c]` or
-//!   `[chars a:b]` (a string offset) — up to the first character that starts no step;
+//!   `[chars a:b]` (a string offset), `[key chars c]` or `[key chars a:b]` (a key offset),
+//!   `[digits c]` or `[digits a:b]` (a number offset) — up to the first character that starts
+//!   no step;
 //! - then, optionally, ` to ` and a second location or `end` (not needed to merge);
 //! - then, optionally, ` (body is R)`: **R**, the page root (empty, i.e. `$`, without it).
 //!
@@ -69,14 +87,22 @@
 //!    a node N, and merge V into N with depth D:
 //!    - arrays: if D > 1, merge V's first element into N's last element with depth D − 1;
 //!      then append V's other elements (all of V's elements when D = 1);
-//!    - objects: for each member k of V in order: if D > 1 and k is N's last key, merge `V[k]`
-//!      into `N[k]` with depth D − 1; else if N has no key k, insert it (a key N already has is
-//!      a skeleton repeat whose value equals N's: skip it);
-//!    - strings (D = 1): append V to N.
+//!    - objects, when D = 2 and S ends with `[key chars c]` (the page continues a key): V's
+//!      first member `(k, v)` continues N's last member: that member's key becomes its key
+//!      followed by `k`, and its value becomes `v` (it was the `null` placeholder); then each
+//!      other member of V is inserted;
+//!    - other objects: for each member k of V in order: if D > 1 and k is N's last key, merge
+//!      `V[k]` into `N[k]` with depth D − 1; else if N has no key k, insert it (a key N already
+//!      has is a skeleton repeat whose value equals N's: skip it);
+//!    - strings (D = 1): append V to N (S ends with `[chars c]`, or `[digits c]` for a number
+//!      whose pieces are strings).
+//! 3. When every page is merged: for each page whose S ends with `[digits c]`, the value at S
+//!    without that step (keys and indices from the root) is a string spelling a number:
+//!    replace it by that number.
 //!
 //! Following the pages to the end gives back the document value-equal to its compact render
-//! (floats rounded). [`reassemble`] applies this rule from [`Page::start`] and [`Page::root`];
-//! [`reassemble_from_wire`] applies it from `shown` strings, as a client would.
+//! (floats rounded). [`reassemble`] applies this rule from each page's [`Page::location`];
+//! [`reassemble_from_wire`] applies it from location strings, as a client would.
 //!
 //! # Pages of a text
 //!
@@ -274,8 +300,12 @@ pub struct Page {
     /// Tokens of `body` plus tokens of `meta`: never more than the budget, unless
     /// [`Page::oversized`].
     pub tokens: usize,
-    /// Where this page is (the `shown` passed to the renderer).
+    /// Where this page is (the `shown` passed to the renderer; may be abbreviated).
     pub shown: String,
+    /// Where this page is, in full: the same grammar as `shown`, never abbreviated (every key
+    /// and step written out). For text pages, equal to `shown`. This is what a client merges
+    /// by (the proxy sends it in `result._meta["mcp-budget/page"].location`).
+    pub location: String,
     /// Where this page started.
     pub start: Position,
     /// Where the next page starts; `None` on the last page.
@@ -375,7 +405,7 @@ impl Pager {
         match (doc, &at.0) {
             (Document::Json(v), Pos::Start) => Ok(self.json(v).page(&[], meta)),
             (Document::Json(v), Pos::Json(steps)) => {
-                if !path::is_valid(v, steps) {
+                if !path::is_valid(v, steps, self.precision) {
                     return Err(PageError::OutOfRange);
                 }
                 Ok(self.json(v).page(steps, meta))

@@ -2,8 +2,10 @@
 //! [`super::Position`] is made of.
 //!
 //! Internally a JSON position is a list of indices from the root: an array element index, an
-//! object member index (in key order), or, inside a string, a **byte** offset at a UTF-8
-//! character boundary. Locations shown to people use keys and **character** offsets instead.
+//! object member index (in key order), or, last, a **byte** offset: inside a string (at a UTF-8
+//! character boundary), inside the compact spelling of a number, or, flagged with [`KEY_BIT`]
+//! and following a member index, inside that member's key. Locations shown to people use keys
+//! and **character** offsets instead.
 
 use std::fmt;
 
@@ -16,6 +18,24 @@ pub(crate) const LOC_MIN_CHARS: usize = 48;
 pub(crate) const LOC_TINY_CHARS: usize = 12;
 /// Longest key (in chars) written in full inside an abbreviated location.
 const KEY_MAX_CHARS: usize = 24;
+/// Flags the last step of a position as a byte offset inside the key of the member named by the
+/// step before it (`[.., i, KEY_BIT | b]`: byte `b` of member `i`'s key, `0 < b < len`).
+pub(crate) const KEY_BIT: usize = 1 << (usize::BITS - 1);
+
+/// The byte offset of a step flagged with [`KEY_BIT`], or `None` for other steps.
+pub(crate) fn key_offset(step: usize) -> Option<usize> {
+    (step & KEY_BIT != 0).then_some(step & !KEY_BIT)
+}
+
+/// Whether `pos` ends inside an object key.
+pub(crate) fn ends_in_key(pos: &[usize]) -> bool {
+    pos.last().is_some_and(|&l| key_offset(l).is_some())
+}
+
+/// The compact spelling of a number, floats rounded to `precision` (what a page shows).
+pub(crate) fn number_text(n: &serde_json::Number, precision: u32) -> std::borrow::Cow<'_, str> {
+    crate::compact::round_number(n.as_str(), precision)
+}
 
 /// One step of a path from the root of a JSON document: an object key or an array index.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -63,7 +83,8 @@ fn write_key(out: &mut impl fmt::Write, k: &str) -> fmt::Result {
     out.write_str("']")
 }
 
-/// The number of steps a container or string has: elements, members, or bytes.
+/// The number of steps a container or string has: elements, members, or bytes (numbers: none;
+/// the walk never normalizes a position inside a number).
 pub(crate) fn extent(v: &Value) -> usize {
     match v {
         Value::Array(a) => a.len(),
@@ -108,14 +129,24 @@ pub(crate) fn normalize(root: &Value, mut pos: Vec<usize>) -> Option<Vec<usize>>
 }
 
 /// Whether `pos` is a canonical position of `root`: every step is in range, string offsets are
-/// at character boundaries, and only strings hold offsets.
-pub(crate) fn is_valid(root: &Value, pos: &[usize]) -> bool {
+/// at character boundaries, and only strings, numbers (their compact spelling with floats
+/// rounded to `precision`, offset past 0) and keys (offset past 0) hold offsets, last.
+pub(crate) fn is_valid(root: &Value, pos: &[usize], precision: u32) -> bool {
     let mut v = root;
+    let mut key: Option<&str> = None;
     for (n, &i) in pos.iter().enumerate() {
+        let last = n + 1 == pos.len();
+        if let Some(b) = key_offset(i) {
+            return last && key.is_some_and(|k| b > 0 && b < k.len() && k.is_char_boundary(b));
+        }
         match v {
-            Value::String(s) => return n + 1 == pos.len() && i < s.len() && s.is_char_boundary(i),
+            Value::String(s) => return last && i < s.len() && s.is_char_boundary(i),
+            Value::Number(x) => return last && i > 0 && i < number_text(x, precision).len(),
             _ => match child(v, i) {
-                Some((_, c)) => v = c,
+                Some((k, c)) => {
+                    key = k;
+                    v = c;
+                }
                 None => return false,
             },
         }
@@ -170,10 +201,20 @@ impl Loc {
             out.push_str(&self.tail);
             return out;
         }
-        // Too long for a human: shorten long keys, then drop middle steps.
+        // Too long for a human: shorten long keys (to fewer characters, and bytes, the
+        // shorter `max` is: emoji keys cost tokens), then drop middle steps.
+        let key_max = (max / 2).clamp(4, KEY_MAX_CHARS);
         for s in &mut self.steps {
-            if s.chars().count() > KEY_MAX_CHARS {
-                let cut: String = s.chars().take(KEY_MAX_CHARS - 1).collect();
+            if s.chars().count() > key_max || s.len() > 3 * key_max {
+                let mut bytes = 0;
+                let cut: String = s
+                    .chars()
+                    .take(key_max - 1)
+                    .take_while(|c| {
+                        bytes += c.len_utf8();
+                        bytes <= 3 * key_max
+                    })
+                    .collect();
                 *s = format!("{cut}…");
             }
         }
@@ -210,13 +251,35 @@ fn point(root: &Value, pos: &[usize], max: usize) -> String {
     let Some((&last, parent_steps)) = pos.split_last() else {
         return "$".into();
     };
-    let parent = node_at(root, parent_steps);
-    if let Some(Value::String(s)) = parent {
+    if let Some(b) = key_offset(last) {
         let mut loc = Loc::of(root, parent_steps);
-        loc.tail = format!("[chars {}]", char_offset(s, last));
+        loc.tail = format!("[key chars {}]", key_chars(root, parent_steps, b));
         return loc.render(max);
     }
-    Loc::of(root, pos).render(max)
+    let parent = node_at(root, parent_steps);
+    match parent {
+        Some(Value::String(s)) => {
+            let mut loc = Loc::of(root, parent_steps);
+            loc.tail = format!("[chars {}]", char_offset(s, last));
+            loc.render(max)
+        }
+        Some(Value::Number(_)) => {
+            let mut loc = Loc::of(root, parent_steps);
+            loc.tail = format!("[digits {last}]");
+            loc.render(max)
+        }
+        _ => Loc::of(root, pos).render(max),
+    }
+}
+
+/// Characters before byte `b` of the key of the member at `member` (a path ending in a member
+/// index).
+fn key_chars(root: &Value, member: &[usize], b: usize) -> usize {
+    let key = member
+        .split_last()
+        .and_then(|(&i, parent)| child(node_at(root, parent)?, i))
+        .and_then(|(k, _)| k);
+    key.map_or(b, |k| char_offset(k, b))
 }
 
 /// Characters of `s` before byte offset `b`.
@@ -290,6 +353,24 @@ pub(crate) fn shown(
 /// `P[a:b]` or `P[chars a:b]` when `s` and `e` are in the same array or string.
 fn same_parent(root: &Value, s: &[usize], e: &[usize], max: usize) -> Option<String> {
     let (&eb, parent) = e.split_last()?;
+    if let Some(eb) = key_offset(eb) {
+        // Both inside one key: `P['k'][key chars a:b]`.
+        let (&sa, sparent) = s.split_last()?;
+        let sa = key_offset(sa)?;
+        if sparent != parent {
+            return None;
+        }
+        let mut loc = Loc::of(root, parent);
+        loc.tail = format!(
+            "[key chars {}:{}]",
+            key_chars(root, parent, sa),
+            key_chars(root, parent, eb)
+        );
+        return Some(loc.render(max));
+    }
+    if s.last().is_some_and(|&l| key_offset(l).is_some()) {
+        return None;
+    }
     let sa = if s.is_empty() {
         // Page 1 that ends inside a chain of first elements: `$[0].children[0:40]`.
         if !leads_with_skeleton(root, parent) {
@@ -314,6 +395,11 @@ fn same_parent(root: &Value, s: &[usize], e: &[usize], max: usize) -> Option<Str
             loc.tail = format!("[chars {}:{}]", char_offset(st, sa), char_offset(st, eb));
             Some(loc.render(max))
         }
+        Value::Number(_) => {
+            let mut loc = Loc::of(root, parent);
+            loc.tail = format!("[digits {sa}:{eb}]");
+            Some(loc.render(max))
+        }
         _ => None,
     }
 }
@@ -327,6 +413,12 @@ pub enum ShownStep {
     Index(usize),
     /// A character offset inside a string (the page continues that string).
     Chars(usize),
+    /// A character offset inside the key named by the step before it (the page continues that
+    /// key).
+    KeyChars(usize),
+    /// A character offset inside the compact spelling of a number (the page continues that
+    /// number, whose pieces pages show as JSON strings).
+    Digits(usize),
 }
 
 /// The start path and page root parsed from a JSON page's `shown` location, as a client
@@ -360,7 +452,8 @@ pub fn parse_shown(shown: &str) -> Option<(Vec<ShownStep>, Vec<ShownStep>)> {
 }
 
 /// Parses `$` and its steps up to the first character that starts no step (a space or the
-/// end); a slice `[a:b]` or `[chars a:b]` yields its start `a`. Returns the steps and the rest.
+/// end); a slice `[a:b]`, `[chars a:b]`, `[key chars a:b]` or `[digits a:b]` yields its start
+/// `a`. Returns the steps and the rest.
 fn parse_loc(s: &str) -> Option<(Vec<ShownStep>, &str)> {
     let mut rest = s.strip_prefix('$')?;
     let mut steps = Vec::new();
@@ -397,9 +490,13 @@ fn parse_loc(s: &str) -> Option<(Vec<ShownStep>, &str)> {
             let close = r.find(']')?;
             let inner = &r[..close];
             rest = &r[close + 1..];
-            if let Some(c) = inner.strip_prefix("chars ") {
-                let a = c.split(':').next()?;
-                steps.push(ShownStep::Chars(a.parse().ok()?));
+            let start = |c: &str| -> Option<usize> { c.split(':').next()?.parse().ok() };
+            if let Some(c) = inner.strip_prefix("key chars ") {
+                steps.push(ShownStep::KeyChars(start(c)?));
+            } else if let Some(c) = inner.strip_prefix("chars ") {
+                steps.push(ShownStep::Chars(start(c)?));
+            } else if let Some(c) = inner.strip_prefix("digits ") {
+                steps.push(ShownStep::Digits(start(c)?));
             } else {
                 let a = inner.split(':').next()?;
                 steps.push(ShownStep::Index(a.parse().ok()?));

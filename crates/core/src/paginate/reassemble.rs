@@ -2,11 +2,14 @@
 
 use serde_json::Value;
 
-use super::path::{PathStep, ShownStep, parse_shown};
-use super::{Document, Page, Pos};
+use super::path::{ShownStep, parse_shown};
+use super::{Document, Page};
 
 /// Puts pages back together: the inverse of paging (byte-exact for text, value-equal for JSON
 /// after rounding). `pages` must be every page of one document, in order, from page 1.
+///
+/// JSON pages are merged by the merge rule from their bodies and full locations
+/// ([`Page::location`]), exactly as [`reassemble_from_wire`] does for a client.
 ///
 /// Returns `None` when `pages` is empty or the pages do not fit together (mixed kinds, a JSON
 /// page without a value, a page whose start does not continue the previous one).
@@ -17,44 +20,29 @@ pub fn reassemble(pages: &[Page]) -> Option<Document> {
             pages.iter().map(|p| p.body.as_str()).collect(),
         ));
     }
-    let mut acc: Option<Value> = None;
-    for page in pages {
-        let value = page.value.clone()?;
-        let start: &[usize] = match &page.start.0 {
-            Pos::Start => &[],
-            Pos::Json(steps) => steps,
-            Pos::Text(_) => return None,
-        };
-        let Some(a) = acc.as_mut() else {
-            acc = Some(wrap(
-                value,
-                page.root.iter().map(|s| match s {
-                    PathStep::Key(k) => Some(k.as_str()),
-                    PathStep::Index(_) => None,
-                }),
-            ));
-            continue;
-        };
-        let root: Vec<Option<&str>> = page
-            .root
-            .iter()
-            .map(|s| match s {
-                PathStep::Key(k) => Some(k.as_str()),
-                PathStep::Index(_) => None,
-            })
-            .collect();
-        let rest = start.get(root.len()..)?;
-        merge_at(a, value, &root, rest.len())?;
-    }
-    acc.map(Document::Json)
+    let wire: Vec<(Value, Option<&str>)> = pages
+        .iter()
+        .map(|p| {
+            Some((
+                p.value.clone()?,
+                p.meta.as_ref().map(|_| p.location.as_str()),
+            ))
+        })
+        .collect::<Option<_>>()?;
+    reassemble_from_wire(&wire).map(Document::Json)
 }
 
 /// Merges `value`, the body of a page rooted at `root` (keys for object steps), into `acc`;
-/// `depth` is the number of steps of the page's start below the root (0: the root node is
-/// new, and is attached to its parent).
-fn merge_at(acc: &mut Value, value: Value, root: &[Option<&str>], depth: usize) -> Option<()> {
+/// `rest` holds the steps of the page's start below the root (none: the root node is new, and
+/// is attached to its parent).
+fn merge_at(
+    acc: &mut Value,
+    value: Value,
+    root: &[Option<&str>],
+    rest: &[ShownStep],
+) -> Option<()> {
     let mut node = acc;
-    let (attach, descend) = if depth == 0 {
+    let (attach, descend) = if rest.is_empty() {
         let (last, parents) = root.split_last()?;
         (Some(*last), parents)
     } else {
@@ -64,7 +52,7 @@ fn merge_at(acc: &mut Value, value: Value, root: &[Option<&str>], depth: usize) 
         node = last_child(node)?;
     }
     match attach {
-        None => merge(node, value, depth),
+        None => merge(node, value, rest),
         Some(key) => match (node, key) {
             (Value::Array(items), None) => {
                 items.push(value);
@@ -100,23 +88,40 @@ fn last_child(v: &mut Value) -> Option<&mut Value> {
     }
 }
 
-/// The merge rule: `depth` steps of the page's start lie below this node. With more than one,
-/// the cut is inside this node's last child (the page's first child, after the skeleton,
-/// continues it); with exactly one, the page's children are new and append.
-fn merge(acc: &mut Value, value: Value, depth: usize) -> Option<()> {
+/// The merge rule: `steps` (D of them) of the page's start lie below this node. With more
+/// than one, the cut is inside this node's last child (the page's first child, after the
+/// skeleton, continues it); with exactly one, the page's children are new and append; a start
+/// inside a key continues this node's last member's key.
+fn merge(acc: &mut Value, value: Value, steps: &[ShownStep]) -> Option<()> {
+    let depth = steps.len();
     match (acc, value) {
         (Value::Array(items), Value::Array(more)) => {
             let mut more = more.into_iter();
             if depth > 1 {
-                merge(items.last_mut()?, more.next()?, depth - 1)?;
+                merge(items.last_mut()?, more.next()?, &steps[1..])?;
             }
             items.extend(more);
+        }
+        (Value::Object(m), Value::Object(more))
+            if depth == 2 && matches!(steps[1], ShownStep::KeyChars(_)) =>
+        {
+            let mut more = more.into_iter();
+            let (piece, v) = more.next()?;
+            let mut key = m.keys().next_back()?.clone();
+            m.shift_remove(&key);
+            key.push_str(&piece);
+            m.insert(key, v);
+            for (k, v) in more {
+                if !m.contains_key(&k) {
+                    m.insert(k, v);
+                }
+            }
         }
         (Value::Object(m), Value::Object(more)) => {
             let last = m.keys().next_back().cloned();
             for (k, v) in more {
                 if depth > 1 && last.as_ref() == Some(&k) {
-                    merge(m.get_mut(&k)?, v, depth - 1)?;
+                    merge(m.get_mut(&k)?, v, &steps[1..])?;
                 } else if !m.contains_key(&k) {
                     m.insert(k, v);
                 }
@@ -128,19 +133,30 @@ fn merge(acc: &mut Value, value: Value, depth: usize) -> Option<()> {
     Some(())
 }
 
+/// The node at `steps` (keys and indices from the root).
+fn node_mut<'v>(v: &'v mut Value, steps: &[ShownStep]) -> Option<&'v mut Value> {
+    steps.iter().try_fold(v, |v, s| match (s, v) {
+        (ShownStep::Key(k), Value::Object(m)) => m.get_mut(k),
+        (ShownStep::Index(i), Value::Array(a)) => a.get_mut(*i),
+        _ => None,
+    })
+}
+
 /// Reassembles JSON pages as a client that sees only the wire does: from each page's body
-/// value and its meta's `shown` (`None` for a page 1 that fit whole). The same rule as
-/// [`reassemble`], driven by [`parse_shown`]; it fails (`None`) on abbreviated locations.
+/// value and its full location (`result._meta["mcp-budget/page"].location` in the proxy;
+/// `None` for a page 1 that fit whole). The merge rule of the module docs of [`super`]; it
+/// fails (`None`) on abbreviated locations and on pages that do not fit together.
 pub fn reassemble_from_wire(pages: &[(Value, Option<&str>)]) -> Option<Value> {
     let mut acc: Option<Value> = None;
-    for (value, shown) in pages {
+    let mut numbers: Vec<Vec<ShownStep>> = Vec::new();
+    for (value, location) in pages {
         let Some(a) = acc.as_mut() else {
             // Page 1: a fitting document has no meta; one rooted below `$` is wrapped back.
-            let root = match shown {
+            let root = match location {
                 // (Page 1 needs only R: an abbreviated location is fine unless it has a root.)
-                Some(shown) => match parse_shown(shown) {
+                Some(loc) => match parse_shown(loc) {
                     Some((_, root)) => root,
-                    None if !shown.contains(" (body is ") => Vec::new(),
+                    None if !loc.contains(" (body is ") => Vec::new(),
                     None => return None,
                 },
                 None => Vec::new(),
@@ -154,7 +170,10 @@ pub fn reassemble_from_wire(pages: &[(Value, Option<&str>)]) -> Option<Value> {
             ));
             continue;
         };
-        let (start, root) = parse_shown((*shown)?)?;
+        let (start, root) = parse_shown((*location)?)?;
+        if start.get(..root.len()) != Some(&root[..]) {
+            return None;
+        }
         let root_keys: Vec<Option<&str>> = root
             .iter()
             .map(|s| match s {
@@ -162,8 +181,17 @@ pub fn reassemble_from_wire(pages: &[(Value, Option<&str>)]) -> Option<Value> {
                 _ => None,
             })
             .collect();
-        let depth = start.len().checked_sub(root.len())?;
-        merge_at(a, value.clone(), &root_keys, depth)?;
+        merge_at(a, value.clone(), &root_keys, &start[root.len()..])?;
+        if let Some((ShownStep::Digits(_), number)) = start.split_last() {
+            numbers.push(number.to_vec());
+        }
     }
-    acc
+    let mut acc = acc?;
+    for path in numbers {
+        let node = node_mut(&mut acc, &path)?;
+        if let Value::String(s) = node {
+            *node = Value::Number(s.parse().ok()?);
+        }
+    }
+    Some(acc)
 }

@@ -50,16 +50,18 @@ impl TextPaging<'_> {
         if o == 0
             && let Some(tokens) = self.count_upto(text, self.budget)
         {
+            let shown = match line_count(text) {
+                0 => "empty".to_owned(),
+                1 => "line 1 of 1".to_owned(),
+                n => format!("lines 1-{n} of {n}"),
+            };
             return Page {
                 body: text.to_owned(),
                 value: None,
                 meta: None,
                 tokens,
-                shown: match line_count(text) {
-                    0 => "empty".to_owned(),
-                    1 => "line 1 of 1".to_owned(),
-                    n => format!("lines 1-{n} of {n}"),
-                },
+                location: shown.clone(),
+                shown,
                 start: Position::text(at),
                 next: None,
                 root: Vec::new(),
@@ -94,6 +96,7 @@ impl TextPaging<'_> {
             value: None,
             meta: Some(best.meta),
             tokens: best.tokens,
+            location: best.shown.clone(),
             shown: best.shown,
             start: Position::text(at),
             next,

@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 
+use super::path::{key_offset, number_text};
 use crate::compact;
 
 /// Scalars whose compact text is at most this many bytes are repeated in skeletons.
@@ -24,6 +25,21 @@ pub(crate) fn is_short_scalar(v: &Value) -> bool {
 
 /// The window of one child: its start and end below the child (`None`: its beginning, its end).
 type Sub<'p> = (Option<&'p [usize]>, Option<&'p [usize]>);
+
+/// The part of a member's key a window shows: bytes `from` to `to` (`None`: the key's end).
+#[derive(Debug, Clone, Copy)]
+struct KeyWindow {
+    from: usize,
+    to: Option<usize>,
+}
+
+impl KeyWindow {
+    fn piece<'k>(&self, k: &'k str) -> &'k str {
+        let a = self.from.min(k.len());
+        let b = self.to.unwrap_or(k.len()).min(k.len()).max(a);
+        k.get(a..b).unwrap_or_default()
+    }
+}
 
 /// A window `[s, e)` of one value, split into its first steps and the rest.
 struct Window<'p> {
@@ -62,6 +78,47 @@ impl<'p> Window<'p> {
         Some((cs, ce))
     }
 
+    /// The start offset inside the key of member `s0`, when the window starts inside it.
+    fn s_key(&self) -> Option<usize> {
+        match self.s_rest {
+            Some([k]) => key_offset(*k),
+            _ => None,
+        }
+    }
+
+    /// The end offset inside the key of member `e0`, when the window ends inside it.
+    fn e_key(&self) -> Option<usize> {
+        match self.e_rest {
+            Some([k]) => key_offset(*k),
+            _ => None,
+        }
+    }
+
+    /// The window of member `i` of an object (at or after the start step): `None` once past
+    /// the end; else the window of its key, and of its value (`None` when the window ends
+    /// inside the key: the value is then shown as `null`).
+    fn member(&self, i: usize) -> Option<(KeyWindow, Option<Sub<'p>>)> {
+        let s_key = if i == self.s0 { self.s_key() } else { None };
+        let e_key = if i == self.e0 { self.e_key() } else { None };
+        let kw = KeyWindow {
+            from: s_key.unwrap_or(0),
+            to: e_key,
+        };
+        if e_key.is_some() {
+            return Some((kw, None));
+        }
+        let cs = if i == self.s0 && s_key.is_none() {
+            self.s_rest
+        } else {
+            None
+        };
+        let ce = if i == self.e0 { self.e_rest } else { None };
+        if i > self.e0 || (i == self.e0 && ce.is_none()) {
+            return None;
+        }
+        Some((kw, Some((cs, ce))))
+    }
+
     /// The piece of a string between the window's byte offsets (empty when they are not at
     /// character boundaries, which positions from the pager always are).
     fn piece<'s>(&self, st: &'s str) -> &'s str {
@@ -95,17 +152,25 @@ pub(crate) fn build(v: &Value, s: Option<&[usize]>, e: Option<&[usize]>) -> Valu
         ),
         Value::Object(m) => {
             let mut out = serde_json::Map::new();
+            let skeleton = w.s_key().is_none();
             for (i, (k, c)) in m.iter().enumerate() {
                 if i < w.s0 {
-                    if is_short_scalar(c) {
+                    if skeleton && is_short_scalar(c) {
                         out.insert(k.clone(), c.clone());
                     }
                     continue;
                 }
-                let Some(cw) = w.child(i) else { break };
-                out.insert(k.clone(), part(c, cw));
+                let Some((kw, cw)) = w.member(i) else { break };
+                let key = kw.piece(k).to_owned();
+                match cw {
+                    Some(cw) => out.insert(key, part(c, cw)),
+                    None => out.insert(key, Value::Null),
+                };
             }
             Value::Object(out)
+        }
+        Value::Number(n) if s.is_some() || e.is_some() => {
+            Value::String(w.piece(&number_text(n, 0)).to_owned())
         }
         scalar => scalar.clone(),
     }
@@ -122,7 +187,7 @@ pub(crate) fn write_window(
 ) {
     let w = Window::new(s, e);
     let mut sep = false;
-    let mut item = |out: &mut String, key: Option<&str>, c: &Value, (cs, ce): Sub<'_>| {
+    let mut item = |out: &mut String, key: Option<&str>, c: &Value, cw: Option<Sub<'_>>| {
         if sep {
             out.push(',');
         }
@@ -131,10 +196,10 @@ pub(crate) fn write_window(
             out.push_str(&serde_json::to_string(k).unwrap_or_default());
             out.push(':');
         }
-        if cs.is_none() && ce.is_none() {
-            out.push_str(&compact::to_string(c, precision));
-        } else {
-            write_window(c, cs, ce, precision, out);
+        match cw {
+            None => out.push_str("null"),
+            Some((None, None)) => out.push_str(&compact::to_string(c, precision)),
+            Some((cs, ce)) => write_window(c, cs, ce, precision, out),
         }
     };
     match v {
@@ -143,23 +208,33 @@ pub(crate) fn write_window(
             out.push('[');
             for (i, c) in items.iter().enumerate().skip(w.s0) {
                 let Some(cw) = w.child(i) else { break };
-                item(out, None, c, cw);
+                item(out, None, c, Some(cw));
             }
             out.push(']');
         }
         Value::Object(m) => {
             out.push('{');
+            // A window that starts inside a key shows no skeleton at that level: its first
+            // member is the key's continuation.
+            let skeleton = w.s_key().is_none();
             for (i, (k, c)) in m.iter().enumerate() {
                 if i < w.s0 {
-                    if is_short_scalar(c) {
-                        item(out, Some(k), c, (None, None));
+                    if skeleton && is_short_scalar(c) {
+                        item(out, Some(k), c, Some((None, None)));
                     }
                     continue;
                 }
-                let Some(cw) = w.child(i) else { break };
-                item(out, Some(k), c, cw);
+                let Some((kw, cw)) = w.member(i) else { break };
+                item(out, Some(kw.piece(k)), c, cw);
             }
             out.push('}');
+        }
+        // A number cut across pages: each piece of its spelling is shown as a JSON string.
+        Value::Number(n) if s.is_some() || e.is_some() => {
+            let text = number_text(n, precision);
+            out.push('"');
+            out.push_str(w.piece(&text));
+            out.push('"');
         }
         scalar => out.push_str(&compact::to_string(scalar, precision)),
     }

@@ -28,7 +28,6 @@ use std::sync::Arc;
 
 use mcp_budget_core::paginate::Document;
 use mcp_budget_core::summary;
-use mcp_budget_core::tokens::Encoding;
 use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
@@ -102,6 +101,8 @@ pub(crate) struct Emitted {
     /// When the layout has a [`Slot::Structured`]: the structuredContent to emit (`None`:
     /// none).
     pub(crate) structured: Option<Value>,
+    /// For a paged result: its `_meta["mcp-budget/page"]` (see [`walk::page_meta`]).
+    pub(crate) page_meta: Option<Value>,
 }
 
 /// How [`emit`] fit the documents.
@@ -319,6 +320,9 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
     items.extend(banner_item(b));
     items.extend(emitted.items);
     obj.insert("content".into(), Value::Array(items));
+    if let Some(pm) = emitted.page_meta {
+        walk::put_page_meta(obj, pm);
+    }
 
     if keep_pre {
         // For telemetry's `tokens_pre` (counted on its own thread, off the reply path): the
@@ -407,21 +411,6 @@ fn transform(tool: &str, code: &str, v: &mut Value) {
     }
 }
 
-/// Whether `v` holds an object key or a number whose own tokens come near `room` (the page
-/// budget less the meta item). Only units longer than `room / 2` bytes are counted.
-fn has_oversized_unit(v: &Value, room: usize, enc: &Encoding) -> bool {
-    let too_big = |s: &str| s.len() > room / 2 && enc.count(s) + 16 > room;
-    match v {
-        // The number's own spelling (arbitrary_precision keeps it): no allocation per number.
-        Value::Number(n) => too_big(n.as_str()),
-        Value::Array(a) => a.iter().any(|e| has_oversized_unit(e, room, enc)),
-        Value::Object(o) => o
-            .iter()
-            .any(|(k, e)| too_big(k) || has_oversized_unit(e, room, enc)),
-        _ => false,
-    }
-}
-
 /// A document as a JSON value: its value, or a text as a JSON string.
 fn doc_value(d: Document) -> Value {
     match d {
@@ -473,6 +462,7 @@ pub(crate) fn emit(
             response_id: None,
             mode: EmitMode::Whole,
             structured: plan.map(|p| Value::clone(&p.orig)),
+            page_meta: None,
         };
     }
 
@@ -501,19 +491,6 @@ pub(crate) fn emit(
     } else {
         (docs, rendered, doc_tokens)
     };
-    // A JSON document with a unit the pager cannot cut (an object key or a number) too big
-    // for a page beside the meta item is paged as its compact text instead: cut at character
-    // boundaries, lossless, within the budget (its pages are not JSON values on their own).
-    let docs: Vec<Document> = docs
-        .into_iter()
-        .zip(&rendered)
-        .map(|(d, text)| match &d {
-            Document::Json(v) if has_oversized_unit(v, budget.saturating_sub(reserve), enc) => {
-                Document::Text(text.clone())
-            }
-            _ => d,
-        })
-        .collect();
     let bytes: usize = rendered.iter().map(String::len).sum();
     let budget_seed = (budget as u64).to_le_bytes();
     let precision_seed = precision.to_le_bytes();
@@ -579,6 +556,7 @@ pub(crate) fn emit(
             response_id: Some(id),
             mode: EmitMode::Elided,
             structured: sc.map(|(v, _, _)| v),
+            page_meta: None,
         };
     }
 
@@ -617,6 +595,7 @@ pub(crate) fn emit(
     }
     let bytes = page.parts.iter().map(|p| p.body.len()).sum::<usize>() + page.meta.len();
     items.push(json!({"type":"text","text":page.meta}));
+    let page_meta = walk::page_meta(&id, 0, &page, entry.total_tokens);
     Emitted {
         items,
         shown,
@@ -625,6 +604,7 @@ pub(crate) fn emit(
         response_id: Some(id),
         mode: EmitMode::Paged,
         structured: sheet.sc.value,
+        page_meta: Some(page_meta),
     }
 }
 
@@ -648,6 +628,7 @@ fn emit_envelope_only(
             .as_ref()
             .filter(|p| p.valid)
             .map(|p| structured::minimal(&p.orig)),
+        page_meta: None,
     }
 }
 

@@ -24,7 +24,7 @@ use super::Boundary;
 use super::call::{self, EmitMode, Slot};
 use super::parts;
 use super::store::{check_id, parse_cursor};
-use super::walk::ToolNames;
+use super::walk::{self, ToolNames};
 use crate::config::Overflow;
 
 /// Name of the paging tool when no upstream tool has it.
@@ -276,15 +276,18 @@ fn read_more(b: &Boundary, args: &Value, names: &ToolNames) -> Answer {
     let page = sheet.page;
     let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
     let bytes = page.meta.len() + page.parts.iter().map(|p| p.body.len()).sum::<usize>();
+    let page_meta = walk::page_meta(&entry.id, k, &page, entry.total_tokens);
     content.extend(parts::page_items(&entry, page.parts));
     content.push(json!({"type":"text","text":page.meta}));
-    let mut result = json!({ "content": content });
-    if let (Some(sc), Value::Object(r)) = (sheet.sc.value, &mut result) {
+    let mut result = serde_json::Map::new();
+    result.insert("content".into(), Value::Array(content));
+    if let Some(sc) = sheet.sc.value {
         // A page of a structuredContent carries it (made valid like page 1's).
-        r.insert("structuredContent".into(), sc);
+        result.insert("structuredContent".into(), sc);
     }
+    walk::put_page_meta(&mut result, page_meta);
     Answer {
-        result,
+        result: Value::Object(result),
         outcome: Outcome::Paged,
         response_id: Some(entry.id.clone()),
         bytes: bytes as u64,
@@ -342,8 +345,13 @@ fn query_response(b: &Boundary, args: &Value) -> Answer {
     );
     let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
     content.extend(emitted.items);
+    let mut result = serde_json::Map::new();
+    result.insert("content".into(), Value::Array(content));
+    if let Some(pm) = emitted.page_meta {
+        walk::put_page_meta(&mut result, pm);
+    }
     Answer {
-        result: json!({ "content": content }),
+        result: Value::Object(result),
         outcome: if emitted.mode == EmitMode::Whole {
             Outcome::Fit
         } else {

@@ -31,9 +31,13 @@
 //!   the floor (below about 360 tokens), where a whole document beside the meta item might
 //!   not fit and the core pager (floor 256) would not cut it, the documents are instead paged
 //!   as one JSON array of their values (texts as JSON strings) in plain text items.
-//! - **Units too big for a page**: a JSON text whose object key or number is too big to sit
-//!   on a page beside the meta item (the pager never splits those) is paged as its compact
-//!   text instead, cut at character boundaries, so the budget still holds.
+//! - **Units too big for a page**: long object keys and numbers are cut across pages by the
+//!   core pager like long strings, so every page of a JSON document is JSON.
+//! - **Page position in `_meta`** (`walk.rs`): every paged result (page 1, `read_more`, a
+//!   paged `query_response`) carries `result._meta["mcp-budget/page"]` =
+//!   `{"response_id","page" (0 = page 1),"location","next_cursor" (absent on the last
+//!   page),"total_tokens"}`; `location` is the meta item's `shown` never abbreviated, what a
+//!   client merges pages by. Other members of an upstream `_meta` object are kept.
 //! - **Other items** (`resource_link`, small images, unknown types) cost no model-visible
 //!   tokens and are all kept on page 1, in their original order.
 //! - **structuredContent** (`structured.rs`): a member that is a string twin of a text item

@@ -15,6 +15,7 @@
 use mcp_budget_core::paginate::meta::{self, HintTools};
 use mcp_budget_core::paginate::{Document, PageInfo, Pager, PathStep, Position};
 use mcp_budget_core::tokens::Encoding;
+use serde_json::{Map, Value};
 
 use super::store::{Entry, SeqPos};
 
@@ -58,6 +59,43 @@ pub(crate) struct SeqPage {
     pub(crate) meta: String,
     /// Tokens of the parts plus the meta: at most the budget.
     pub(crate) tokens: usize,
+    /// The page's full location (the meta item's `shown`, never abbreviated).
+    pub(crate) location: String,
+    /// The cursor of the next page; `None` on the last page.
+    pub(crate) next_cursor: Option<String>,
+}
+
+/// The key of a paged result's `_meta` member that holds the page's machine-readable position.
+pub(crate) const PAGE_META_KEY: &str = "mcp-budget/page";
+
+/// The value of `result._meta["mcp-budget/page"]` for page `k` (0 = page 1) of response `id`:
+/// `{"response_id","page","location","next_cursor" (absent on the last page),"total_tokens"}`.
+pub(crate) fn page_meta(id: &str, k: usize, page: &SeqPage, total_tokens: u64) -> Value {
+    let mut m = Map::new();
+    m.insert("response_id".into(), Value::String(id.to_owned()));
+    m.insert("page".into(), Value::from(k as u64));
+    m.insert("location".into(), Value::String(page.location.clone()));
+    if let Some(c) = &page.next_cursor {
+        m.insert("next_cursor".into(), Value::String(c.clone()));
+    }
+    m.insert("total_tokens".into(), Value::from(total_tokens));
+    Value::Object(m)
+}
+
+/// Puts `page_meta` into `result._meta["mcp-budget/page"]`, keeping the other members of an
+/// upstream `_meta` object (a `_meta` that is not an object is left as it came).
+pub(crate) fn put_page_meta(result: &mut Map<String, Value>, page_meta: Value) {
+    match result.get_mut("_meta") {
+        Some(Value::Object(m)) => {
+            m.insert(PAGE_META_KEY.into(), page_meta);
+        }
+        Some(_) => {}
+        None => {
+            let mut m = Map::new();
+            m.insert(PAGE_META_KEY.into(), page_meta);
+            result.insert("_meta".into(), Value::Object(m));
+        }
+    }
 }
 
 /// The meta item's text (compact JSON), by the core's [`meta::build_meta`]: `next_page`
@@ -156,6 +194,7 @@ pub(crate) fn page(
 
     let mut parts: Vec<Part> = Vec::new();
     let mut shown: Vec<String> = Vec::new();
+    let mut location: Vec<String> = Vec::new();
     let mut used = 0usize;
     let mut next: Option<SeqPos> = None;
     let mut meta: Option<String> = None;
@@ -174,6 +213,7 @@ pub(crate) fn page(
                 root: Vec::new(),
             });
             shown.push(part_shown(entry, item, None));
+            location.push(part_shown(entry, item, None));
             used += item_tokens;
             item += 1;
             pos = Position::start();
@@ -217,6 +257,7 @@ pub(crate) fn page(
         match p.meta {
             Some(m) => {
                 shown.push(part_shown(entry, item, Some(&p.shown)));
+                location.push(part_shown(entry, item, Some(&p.location)));
                 used += p.tokens;
                 meta = Some(m);
                 parts.push(Part {
@@ -242,6 +283,7 @@ pub(crate) fn page(
                     root: Vec::new(),
                 });
                 shown.push(part_shown(entry, item, None));
+                location.push(part_shown(entry, item, None));
                 used += t;
                 item += 1;
                 next = (item < n).then(|| (item, Position::start()));
@@ -265,6 +307,9 @@ pub(crate) fn page(
             m
         }
     };
+    let next_cursor = next
+        .is_some()
+        .then(|| meta::cursor(&entry.id, next_k as u64));
     if let Some(np) = next {
         if next_k == book.positions.len() {
             book.positions.push(np);
@@ -275,6 +320,8 @@ pub(crate) fn page(
         parts,
         meta,
         tokens: used + meta_tokens,
+        location: location.join(", "),
+        next_cursor,
     })
 }
 
