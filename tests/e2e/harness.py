@@ -360,11 +360,22 @@ def reassemble_json(pages: list[tuple[Any, str | None]]) -> Any:
 
 def reassemble(pages: list[dict]) -> Any:
     """The document a list of shaped results holds: a JSON value, or the text (concatenated).
-    Reads only the page bodies and `_meta["mcp-budget/page"]` (never the meta item)."""
+    Reads the page bodies and `_meta["mcp-budget/page"].location`; a result without that `_meta`
+    (pages recorded from the core engine) falls back to its meta item's `shown`, which the merge
+    rule refuses when it is abbreviated."""
     bodies = [body_of(p) for p in pages]
     if _is_json(bodies[0]):
-        return reassemble_json([(json.loads(b), (page_meta(p) or {}).get("location")) for b, p in zip(bodies, pages)])
+        return reassemble_json([(json.loads(b), _location(p)) for b, p in zip(bodies, pages)])
     return "".join(bodies)
+
+
+def _location(result: dict) -> str | None:
+    """A page's full location: `_meta["mcp-budget/page"].location`, else the meta item's `shown`."""
+    pm = page_meta(result)
+    if pm is not None:
+        return pm.get("location")
+    meta = meta_of(result)
+    return meta.get("shown") if meta else None
 
 
 def rounded(v: Any, digits: int = PRECISION) -> Any:
