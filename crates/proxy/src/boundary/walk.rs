@@ -113,7 +113,7 @@ pub(crate) fn needs_one_document(n_docs: usize, budget: usize, reserve: usize) -
 /// `shown` of one part: the pager's own for a response of one item, else prefixed with the
 /// item's number.
 fn part_shown(entry: &Entry, item: usize, inner: Option<&str>) -> String {
-    let n = entry.docs.len();
+    let n = entry.n_docs();
     match (n, inner) {
         (1, Some(s)) => s.to_owned(),
         (1, None) => "$".to_owned(),
@@ -132,6 +132,7 @@ pub(crate) fn page(
     encoding: &Encoding,
     names: &ToolNames,
 ) -> Option<SeqPage> {
+    let docs = entry.docs()?;
     let mut book = entry.book.lock().ok()?;
     let (mut item, mut pos): SeqPos = book.positions.get(k)?.clone();
     let next_k = book
@@ -139,14 +140,8 @@ pub(crate) fn page(
         .get(&(k, budget))
         .copied()
         .unwrap_or(book.positions.len());
-    let n = entry.docs.len();
-    let reserve = meta_reserve(
-        &entry.id,
-        entry.docs.len(),
-        entry.total_tokens,
-        encoding,
-        names,
-    );
+    let n = docs.len();
+    let reserve = meta_reserve(&entry.id, n, entry.total_tokens, encoding, names);
 
     let mut parts: Vec<Part> = Vec::new();
     let mut shown: Vec<String> = Vec::new();
@@ -157,7 +152,7 @@ pub(crate) fn page(
 
     while item < n {
         let remaining = budget.saturating_sub(used);
-        let doc = &entry.docs[item];
+        let doc = &docs[item];
         let item_tokens = entry.doc_tokens[item];
         if pos.is_start() && item_tokens + reserve <= remaining {
             // The whole item, and still room for the meta.
