@@ -62,6 +62,9 @@ pub(crate) struct Entry {
     resident: AtomicUsize,
     /// Bytes of the spill file, when there is one.
     on_disk: AtomicUsize,
+    /// Heap estimate of the tree when it was last in memory (kept after it goes: what
+    /// reloading it will take).
+    tree_estimate: AtomicUsize,
     /// Whether the tree / the text is in memory (mirrors of `body`, read without its lock).
     tree_in: AtomicBool,
     text_in: AtomicBool,
@@ -154,6 +157,7 @@ impl Entry {
             }),
             resident: AtomicUsize::new(scan.heap),
             on_disk: AtomicUsize::new(0),
+            tree_estimate: AtomicUsize::new(scan.heap),
             tree_in: AtomicBool::new(true),
             text_in: AtomicBool::new(false),
             reloadable: scan.reloadable,
@@ -224,6 +228,12 @@ impl Entry {
         self.resident.load(Ordering::Relaxed)
     }
 
+    /// Bytes of memory bringing the tree back takes: its heap estimate when it was last in
+    /// memory, plus the text read to parse it.
+    pub(crate) fn reload_bytes(&self) -> usize {
+        self.tree_estimate.load(Ordering::Relaxed) + self.on_disk()
+    }
+
     /// Bytes of the spill file (0 when none).
     pub(crate) fn on_disk(&self) -> usize {
         self.on_disk.load(Ordering::Relaxed)
@@ -265,6 +275,7 @@ impl Entry {
         let texts = read_texts(&body)?;
         let docs = self.parse(texts)?;
         body.tree_bytes = docs_heap_bytes(&docs);
+        self.tree_estimate.store(body.tree_bytes, Ordering::Relaxed);
         body.tree = Some(Arc::new(docs));
         self.publish(&body);
         Ok(true)

@@ -54,9 +54,10 @@ pub(crate) const MIN_DISK_BYTES: usize = 1 << 30;
 /// How often the sweeper applies the TTL and the bound to every store.
 pub(crate) const SWEEP_EVERY: Duration = Duration::from_millis(250);
 
-/// Bytes of memory a parsed result takes per byte of its JSON text, for
-/// [`Store::make_room_for`] (the fixture's rows and trees measure 8 to 11).
-pub(crate) const TREE_FACTOR: usize = 10;
+/// Bytes of memory shaping a result takes per byte of its text, for [`Store::make_room_for`]:
+/// the parsed tree (about 11 for rows of numbers, by [`entry::docs_heap_bytes`]), the
+/// renderings beside it and the relay's copies of the message (measured: about 15).
+pub(crate) const TREE_FACTOR: usize = 16;
 
 /// Results with less text than this do not make room before shaping.
 pub(crate) const MAKE_ROOM_MIN_BYTES: usize = 256 * 1024;
@@ -319,6 +320,10 @@ impl Store {
         };
         self.shared.release(dropped);
         let entry = found?;
+        if !entry.has_tree() {
+            // Room first: the tree about to be parsed must fit beside the cache.
+            self.shared.make_room(Some(id), entry.reload_bytes());
+        }
         // Parsing happens outside the store's lock: other requests go on meanwhile.
         match entry.load() {
             Ok(true) => self.shared.make_room(Some(id), 0),
