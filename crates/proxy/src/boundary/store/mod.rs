@@ -56,8 +56,9 @@ pub(crate) const SWEEP_EVERY: Duration = Duration::from_millis(250);
 
 /// Bytes of memory shaping a result takes per byte of its text, for [`Store::make_room_for`]:
 /// the parsed tree (about 11 for rows of numbers, by [`entry::docs_heap_bytes`]), the
-/// renderings beside it and the relay's copies of the message (measured: about 15).
-pub(crate) const TREE_FACTOR: usize = 16;
+/// renderings beside it and the relay's copies of the message (measured: about 15; 20 leaves
+/// room for the allocator's slack).
+pub(crate) const TREE_FACTOR: usize = 20;
 
 /// Results with less text than this do not make room before shaping.
 pub(crate) const MAKE_ROOM_MIN_BYTES: usize = 256 * 1024;
