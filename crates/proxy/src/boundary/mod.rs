@@ -115,7 +115,8 @@ pub struct Boundary {
 }
 
 impl Boundary {
-    /// A boundary with `settings`. Loads [`Settings::config_path`] when it is set and
+    /// A boundary with `settings`. Caps glibc's malloc arenas (see the cache in `store`: freed
+    /// results must go back to the system), so build it before starting threads. Loads [`Settings::config_path`] when it is set and
     /// [`Settings::file`] is `None`, checks every `transform` filter, and opens the telemetry
     /// log when [`Settings::log_path`] is set.
     ///
@@ -123,6 +124,8 @@ impl Boundary {
     /// [`ConfigError`] when the config file cannot be read or parsed, a `transform` is not a
     /// valid jq filter, or the log cannot be opened.
     pub fn new(mut settings: Settings) -> Result<Boundary, ConfigError> {
+        // Before any thread of ours allocates (the tokenizer warm-up below is one).
+        store::limit_malloc_arenas();
         if settings.config_path.is_some() && settings.file.is_none() {
             settings.load_config_file()?;
         }
