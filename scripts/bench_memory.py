@@ -176,7 +176,7 @@ def main():
     print(f"page 2 (read_more):  median {ms(statistics.median(p2))}, max {ms(max(p2))}")
     if p3:
         print(f"page 3 of each, oldest first: median {ms(statistics.median(p3))}, "
-              f"max {ms(max(p3))}; {expired} of {len(cursors)} expired (dropped by the bound)")
+              f"max {ms(max(p3))}; {expired} of {len(cursors)} expired (TTL or bound)")
     print(f"{big_size / 1e6:.1f} MB result: page 1 {ms(big1)}, page 2 {ms(big2)} "
           f"(ratio {big2 / big1:.3f})")
     c.close()
