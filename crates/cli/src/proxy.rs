@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use mcp_budget_core::tokens::Encoding;
 use mcp_budget_proxy::boundary::Boundary;
-use mcp_budget_proxy::config::Settings;
+use mcp_budget_proxy::config::{self, Settings};
 use mcp_budget_proxy::relay::{DEFAULT_MAX_LINE_BYTES, Relay, RelayOptions, Shaper, Upstream};
 
 /// Flags of `mcp-budget proxy`.
@@ -48,6 +48,25 @@ pub(crate) struct Args {
     /// Text item put first in every tools/call result, outside the budget
     #[arg(long, value_name = "TEXT")]
     banner: Option<String>,
+
+    /// Memory the cached responses may hold (parsed results by their heap estimate, texts by
+    /// their bytes); older ones spill to files past it: 268435456, 256MiB, 1G [default: 256MiB]
+    #[arg(long, value_name = "BYTES", env = "MCP_BUDGET_CACHE_BYTES", value_parser = config::parse_bytes)]
+    cache_bytes: Option<usize>,
+
+    /// How long a cached response stays readable after its last use: 3600, 90s, 15m, 24h
+    /// [default: 1h]
+    #[arg(long, value_name = "DURATION", env = "MCP_BUDGET_CACHE_TTL", value_parser = config::parse_duration)]
+    cache_ttl: Option<Duration>,
+
+    /// Where the cache's spill directory is made (mode 0700, removed at exit) [default: the
+    /// temp dir]
+    #[arg(long, value_name = "DIR", env = "MCP_BUDGET_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+
+    /// Blob files older than this are removed at startup; 0 = never [default: 24h]
+    #[arg(long, value_name = "DURATION", env = "MCP_BUDGET_BLOB_MAX_AGE", value_parser = config::parse_duration)]
+    blob_max_age: Option<Duration>,
 
     /// Longest JSON-RPC line accepted from either side, in bytes; longer ones are answered
     /// with an error
@@ -108,6 +127,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         jq_workers: args.jq_workers,
         jq_memory_mib: args.jq_memory_mib,
         jq_deadline: Duration::from_millis(args.jq_timeout_ms.max(1)),
+        cache_bytes: args.cache_bytes,
+        cache_ttl: args.cache_ttl,
+        cache_dir: args.cache_dir,
+        blob_max_age: args.blob_max_age,
         ..Settings::default()
     };
     let boundary = Arc::new(Boundary::new(settings)?);
@@ -124,6 +147,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     runtime.shutdown_timeout(Duration::from_millis(100));
     // Telemetry records are written off the hot path: make sure the last ones are on disk.
     boundary.flush_telemetry();
+    // Tasks still running may hold the boundary: remove the spill files now, not on drop.
+    boundary.remove_spill_files();
     let exit = result?;
     Ok(ExitCode::from(u8::try_from(exit.code).unwrap_or(1)))
 }

@@ -32,6 +32,14 @@
 //! transform = 'del(.. | .duration_ns?)'   # jq filter on the JSON of each text item
 //! overflow = "summary"
 //! description_suffix = "Large trees are paged; use read_more."
+//!
+//! [cache]                  # proxy-wide; flags and MCP_BUDGET_CACHE_* win over these
+//! bytes = 268435456        # memory the cached responses may hold (--cache-bytes)
+//! ttl_secs = 3600          # a cached response is dropped this long after its last use
+//! dir = "/var/tmp"         # where spill directories are made (default: the temp dir)
+//!
+//! [blobs]
+//! max_age_secs = 86400     # blob files older than this are removed at startup; 0 = never
 //! ```
 //! Unknown keys are errors (a typo must not silently do nothing).
 
@@ -43,11 +51,15 @@ use std::time::Duration;
 use mcp_budget_core::tokens::Encoding;
 use serde::Deserialize;
 
-/// The built-in store bound: 256 MiB of cached responses (bytes of their compact rendering).
-pub const DEFAULT_STORE_BYTES: usize = 256 * 1024 * 1024;
+/// The built-in cache bound: the cached responses hold at most 256 MiB of memory (parsed
+/// trees by their heap estimate, compact texts by their bytes; the rest is spilled to files).
+pub const DEFAULT_CACHE_BYTES: usize = 256 * 1024 * 1024;
 
 /// The built-in time a cached response stays readable after its last use: one hour.
-pub const DEFAULT_STORE_TTL: Duration = Duration::from_secs(3600);
+pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(3600);
+
+/// The built-in age past which blob files are removed at startup: 24 hours.
+pub const DEFAULT_BLOB_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 
 /// The built-in blob threshold: base64 payloads and `data:` URIs that decode to more than
 /// 1024 bytes are written to a file ([`mcp_budget_core::blob::DEFAULT_BLOB_THRESHOLD_BYTES`]).
@@ -88,6 +100,61 @@ impl WorkerCommand {
         };
         WorkerCommand::new(program, ["jq-worker"])
     }
+}
+
+/// Parses a size in bytes: an integer, optionally followed by `K`, `M`, `G` (powers of 1024,
+/// case-insensitive, with or without `iB`/`B`): `268435456`, `256MiB`, `256m`, `1G`.
+///
+/// # Errors
+/// A message naming the accepted forms, for anything else or an overflow.
+pub fn parse_bytes(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let (n, unit) = t.split_at(digits);
+    let n: usize = n
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (like 268435456, 256MiB, 1G)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => {
+            return Err(format!(
+                "{text:?} is not a size (like 268435456, 256MiB, 1G)"
+            ));
+        }
+    };
+    n.checked_mul(1usize << shift)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// Parses a duration: an integer of seconds, optionally followed by `s`, `m`, `h` or `d`:
+/// `3600`, `90s`, `15m`, `24h`, `7d`.
+///
+/// # Errors
+/// A message naming the accepted forms, for anything else or an overflow.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let (n, unit) = t.split_at(digits);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (like 3600, 90s, 15m, 24h, 7d)"))?;
+    let secs = match unit.trim() {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => {
+            return Err(format!(
+                "{text:?} is not a duration (like 3600, 90s, 15m, 24h, 7d)"
+            ));
+        }
+    };
+    n.checked_mul(secs)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("{text:?} is too long"))
 }
 
 /// What an over-budget result turns into.
@@ -134,6 +201,27 @@ pub struct ToolRule {
     pub description_suffix: Option<String>,
 }
 
+/// `[cache]` of the TOML file: the response cache (proxy-wide).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileCache {
+    /// Bytes of memory the cached responses may hold.
+    pub bytes: Option<usize>,
+    /// Seconds a cached response stays readable after its last use.
+    pub ttl_secs: Option<u64>,
+    /// Directory under which the spill directory is made.
+    pub dir: Option<PathBuf>,
+}
+
+/// `[blobs]` of the TOML file: offloaded blob files (proxy-wide).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileBlobs {
+    /// Seconds after which a blob file (by its modification time) is removed at startup;
+    /// 0 = never.
+    pub max_age_secs: Option<u64>,
+}
+
 /// The parsed TOML file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -141,6 +229,12 @@ pub struct ConfigFile {
     /// `[defaults]`.
     #[serde(default)]
     pub defaults: FileDefaults,
+    /// `[cache]`.
+    #[serde(default)]
+    pub cache: FileCache,
+    /// `[blobs]`.
+    #[serde(default)]
+    pub blobs: FileBlobs,
     /// `[tools.<name>]`, by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolRule>,
@@ -220,13 +314,22 @@ pub struct Settings {
     /// `--banner`: a text item put first in every `tools/call` result, outside the budget.
     /// Default none.
     pub banner: Option<String>,
-    /// Bound of the response store in bytes (of the cached responses' compact rendering; the
-    /// parsed values take a few times more memory). Least recently used responses go first.
-    /// Default [`DEFAULT_STORE_BYTES`] (256 MiB).
-    pub store_bytes: usize,
-    /// How long a cached response stays readable after its last use. Default
-    /// [`DEFAULT_STORE_TTL`] (1 h).
-    pub store_ttl: Duration,
+    /// `--cache-bytes` / `MCP_BUDGET_CACHE_BYTES`: bytes of memory the cached responses may
+    /// hold (parsed trees by their heap estimate, compact texts by their bytes); least
+    /// recently used content is spilled to files past it. `None` when not given (then
+    /// `[cache] bytes`, then [`DEFAULT_CACHE_BYTES`]); see [`Settings::cache_bytes`].
+    pub cache_bytes: Option<usize>,
+    /// `--cache-ttl` / `MCP_BUDGET_CACHE_TTL`: how long a cached response stays readable after
+    /// its last use. `None` when not given (then `[cache] ttl_secs`, then
+    /// [`DEFAULT_CACHE_TTL`]).
+    pub cache_ttl: Option<Duration>,
+    /// `--cache-dir` / `MCP_BUDGET_CACHE_DIR`: where the spill directory is made. `None` when
+    /// not given (then `[cache] dir`, then the system temp dir).
+    pub cache_dir: Option<PathBuf>,
+    /// `--blob-max-age` / `MCP_BUDGET_BLOB_MAX_AGE`: blob files older than this (modification
+    /// time) are removed at startup; zero = never. `None` when not given (then `[blobs]
+    /// max_age_secs`, then [`DEFAULT_BLOB_MAX_AGE`]).
+    pub blob_max_age: Option<Duration>,
     /// Decoded size in bytes above which a base64 payload is offloaded to a file. Default
     /// [`DEFAULT_BLOB_THRESHOLD`] (1024).
     pub blob_threshold: usize,
@@ -258,8 +361,10 @@ impl Default for Settings {
             config_path: None,
             log_path: None,
             banner: None,
-            store_bytes: DEFAULT_STORE_BYTES,
-            store_ttl: DEFAULT_STORE_TTL,
+            cache_bytes: None,
+            cache_ttl: None,
+            cache_dir: None,
+            blob_max_age: None,
             blob_threshold: DEFAULT_BLOB_THRESHOLD,
             blob_dir: None,
             file: None,
@@ -373,6 +478,47 @@ impl Settings {
         }
     }
 
+    /// The cache bound in bytes: the flag or environment variable, else `[cache] bytes`, else
+    /// [`DEFAULT_CACHE_BYTES`].
+    pub fn cache_bytes(&self) -> usize {
+        self.cache_bytes
+            .or(self.file.as_ref().and_then(|f| f.cache.bytes))
+            .unwrap_or(DEFAULT_CACHE_BYTES)
+    }
+
+    /// The cache TTL: the flag or environment variable, else `[cache] ttl_secs`, else
+    /// [`DEFAULT_CACHE_TTL`].
+    pub fn cache_ttl(&self) -> Duration {
+        self.cache_ttl
+            .or(self
+                .file
+                .as_ref()
+                .and_then(|f| f.cache.ttl_secs)
+                .map(Duration::from_secs))
+            .unwrap_or(DEFAULT_CACHE_TTL)
+    }
+
+    /// The directory under which the spill directory is made: the flag or environment
+    /// variable, else `[cache] dir`, else the system temp dir.
+    pub fn cache_base_dir(&self) -> PathBuf {
+        self.cache_dir
+            .clone()
+            .or(self.file.as_ref().and_then(|f| f.cache.dir.clone()))
+            .unwrap_or_else(std::env::temp_dir)
+    }
+
+    /// The age past which blob files are removed at startup (zero: never): the flag or
+    /// environment variable, else `[blobs] max_age_secs`, else [`DEFAULT_BLOB_MAX_AGE`].
+    pub fn blob_max_age(&self) -> Duration {
+        self.blob_max_age
+            .or(self
+                .file
+                .as_ref()
+                .and_then(|f| f.blobs.max_age_secs)
+                .map(Duration::from_secs))
+            .unwrap_or(DEFAULT_BLOB_MAX_AGE)
+    }
+
     /// The directory offloaded blobs go to.
     pub fn blob_dir(&self) -> PathBuf {
         self.blob_dir
@@ -460,6 +606,55 @@ overflow = "page"
         let bare = Settings::default().jq_limits();
         assert_eq!(bare, crate::jq::JqLimits::default());
         assert_eq!(bare.workers, 2);
+    }
+
+    #[test]
+    fn sizes_and_durations_parse() {
+        assert_eq!(parse_bytes("268435456"), Ok(268_435_456));
+        assert_eq!(parse_bytes("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_bytes("256m"), Ok(256 << 20));
+        assert_eq!(parse_bytes("1G"), Ok(1 << 30));
+        assert_eq!(parse_bytes("64 KiB"), Ok(64 << 10));
+        for bad in ["", "MiB", "-1", "1.5G", "1T", "99999999999999999999"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_duration("3600"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("15m"), Ok(Duration::from_secs(900)));
+        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        for bad in ["", "h", "1.5h", "1w", "-3"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cache_and_blob_settings_flag_beats_file_beats_default() {
+        let file = "[cache]\nbytes = 1000\nttl_secs = 7\ndir = \"/x\"\n[blobs]\nmax_age_secs = 0\n";
+        let s = with(file, None, None);
+        assert_eq!(s.cache_bytes(), 1000);
+        assert_eq!(s.cache_ttl(), Duration::from_secs(7));
+        assert_eq!(s.cache_base_dir(), PathBuf::from("/x"));
+        assert_eq!(s.blob_max_age(), Duration::ZERO);
+        let s = Settings {
+            cache_bytes: Some(5),
+            cache_ttl: Some(Duration::from_secs(1)),
+            cache_dir: Some(PathBuf::from("/y")),
+            blob_max_age: Some(Duration::from_secs(2)),
+            ..s
+        };
+        assert_eq!(s.cache_bytes(), 5);
+        assert_eq!(s.cache_ttl(), Duration::from_secs(1));
+        assert_eq!(s.cache_base_dir(), PathBuf::from("/y"));
+        assert_eq!(s.blob_max_age(), Duration::from_secs(2));
+        let bare = Settings::default();
+        assert_eq!(bare.cache_bytes(), DEFAULT_CACHE_BYTES);
+        assert_eq!(bare.cache_ttl(), DEFAULT_CACHE_TTL);
+        assert_eq!(bare.cache_base_dir(), std::env::temp_dir());
+        assert_eq!(bare.blob_max_age(), DEFAULT_BLOB_MAX_AGE);
+        let e = ConfigFile::parse("[cache]\nbyte = 3\n", Path::new("t.toml"));
+        assert!(matches!(e, Err(ConfigError::Toml { .. })), "{e:?}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `mcp-budget-proxy`: the stdio relay between an MCP client and any MCP server (issue 4).
-#![forbid(unsafe_code)]
+// One audited exception: `malloc_trim` (boundary/store), which has no safe wrapper.
+#![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod boundary;

@@ -53,7 +53,7 @@ fn expired_cursors_say_expired() {
     let dir = tempfile::tempdir().unwrap();
     let b = Boundary::new(Settings {
         max_tokens: Some(300),
-        store_ttl: Duration::from_millis(20),
+        cache_ttl: Some(Duration::from_millis(20)),
         blob_dir: Some(dir.path().to_path_buf()),
         jq_worker: jq_worker(),
         ..Settings::default()
@@ -73,27 +73,32 @@ fn expired_cursors_say_expired() {
 }
 
 #[test]
-fn store_bound_drops_least_recently_used_as_expired() {
+fn the_cache_bound_spills_least_recently_used_to_files_and_they_stay_readable() {
     let dir = tempfile::tempdir().unwrap();
+    let spill = tempfile::tempdir().unwrap();
     let b = Boundary::new(Settings {
         max_tokens: Some(300),
-        store_bytes: 20_000,
+        cache_bytes: Some(20_000),
+        cache_dir: Some(spill.path().to_path_buf()),
         blob_dir: Some(dir.path().to_path_buf()),
         ..Settings::default()
     })
     .unwrap();
-    let first = paged(&b); // ~12 kB compact
+    let first = paged(&b); // its parsed tree alone is over 20 kB
     let rows: Vec<Value> = (0..1500).map(|i| json!({"i": i})).collect();
     let r = json!({"content": [{"type": "text", "text": serde_json::to_string(&rows).unwrap()}]});
     let second = meta(&b.shape_call_result("rows", r, 1)).unwrap();
-    let out = b
-        .answer_injected(&read_more(first["next_cursor"].as_str().unwrap()))
-        .unwrap();
-    assert_eq!(error_of(&out)["reason"], "expired");
-    let out = b
-        .answer_injected(&read_more(second["next_cursor"].as_str().unwrap()))
-        .unwrap();
-    assert!(out.get("isError").is_none());
+    let spilled: Vec<_> = std::fs::read_dir(spill.path()).unwrap().flatten().collect();
+    assert_eq!(spilled.len(), 1, "one spill directory");
+    assert!(std::fs::read_dir(spilled[0].path()).unwrap().count() >= 1);
+    for m in [&first, &second, &first] {
+        let out = b
+            .answer_injected(&read_more(m["next_cursor"].as_str().unwrap()))
+            .unwrap();
+        assert!(out.get("isError").is_none(), "{out}");
+    }
+    b.remove_spill_files();
+    assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 0);
 }
 
 #[test]

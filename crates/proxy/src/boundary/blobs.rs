@@ -13,7 +13,10 @@
 //! Files go to one directory (default `$TMPDIR/mcp-budget-blobs`, mode 0700; when that one
 //! belongs to another user, `$TMPDIR/mcp-budget-blobs-<uid>`) and are named by
 //! the SHA-256 of the decoded bytes plus an extension from the MIME type, mode 0600. Writing
-//! the same bytes twice reuses the file. Pixel sizes come from the `imagesize` crate. Any
+//! the same bytes twice reuses the file, but only when the file there hashes to its name (a
+//! truncated or altered file is written again), and touches its modification time. Blob files
+//! whose modification time is older than [`crate::config::Settings::blob_max_age`] (default
+//! 24 h) are removed when the proxy starts. Pixel sizes come from the `imagesize` crate. Any
 //! I/O failure leaves the blob inline: shaping never fails, and never loses data, because of
 //! the disk.
 
@@ -150,9 +153,9 @@ impl BlobSink {
         } else {
             (None, None)
         };
-        let hash = Sha256::digest(bytes);
+        let hash: [u8; 32] = Sha256::digest(bytes).into();
         let name = format!("{}{}", hex(&hash), extension(mime));
-        let path = self.store(&name, bytes)?;
+        let path = self.store(&name, &hash, bytes)?;
         Some(BlobOffload {
             offloaded: kind.to_owned(),
             mime_type: mime.to_owned(),
@@ -163,16 +166,28 @@ impl BlobSink {
         })
     }
 
-    /// Writes `bytes` as `name` in the blob directory (0600, the directory 0700) and returns
-    /// the file's path; `None` on any I/O failure or an unsafe directory.
-    fn store(&self, name: &str, bytes: &[u8]) -> Option<PathBuf> {
+    /// Writes `bytes` (whose SHA-256 is `hash`) as `name` in the blob directory (0600, the
+    /// directory 0700) and returns the file's path; `None` on any I/O failure or an unsafe
+    /// directory. A regular file already there is kept when its content hashes to `hash`
+    /// (its modification time set to now); anything else there but a directory is replaced.
+    fn store(&self, name: &str, hash: &[u8; 32], bytes: &[u8]) -> Option<PathBuf> {
         let dir = self.usable_dir()?;
         let path = dir.join(name);
         if let Ok(meta) = std::fs::symlink_metadata(&path) {
-            if meta.is_file() && meta.len() == bytes.len() as u64 {
+            if meta.is_dir() {
+                return None;
+            }
+            if meta.is_file()
+                && meta.len() == bytes.len() as u64
+                && file_sha256(&path).as_ref() == Some(hash)
+            {
+                // The age cleanup counts from the last use.
+                if let Ok(f) = std::fs::OpenOptions::new().append(true).open(&path) {
+                    let _ = f.set_modified(std::time::SystemTime::now());
+                }
                 return Some(path);
             }
-            return None;
+            // A different file (or a symlink) at the name: replaced by the rename below.
         }
         // Write under a unique temporary name, then rename: readers never see half a file.
         let tmp = dir.join(format!(
@@ -200,6 +215,58 @@ impl BlobSink {
 }
 
 impl BlobSink {
+    /// Removes the blob files (and leftover temporary files) in the blob directory and its
+    /// per-user sibling whose modification time is more than `max_age` ago. Only this user's
+    /// regular files named like blobs are touched; `max_age` zero removes nothing. Returns how
+    /// many were removed.
+    pub(crate) fn remove_older_than(&self, max_age: std::time::Duration) -> usize {
+        if max_age.is_zero() {
+            return 0;
+        }
+        let Some(cutoff) = std::time::SystemTime::now().checked_sub(max_age) else {
+            return 0;
+        };
+        let uid = my_uid();
+        let mut dirs = vec![self.dir.clone()];
+        if let (Some(u), Some(name)) = (uid, self.dir.file_name()) {
+            let mut alt = name.to_os_string();
+            alt.push(format!("-{u}"));
+            dirs.push(self.dir.with_file_name(alt));
+        }
+        let mut removed = 0;
+        for dir in dirs {
+            use std::os::unix::fs::MetadataExt;
+            // Only a real directory of ours (not a symlink to one).
+            let ours = std::fs::symlink_metadata(&dir)
+                .is_ok_and(|m| m.is_dir() && uid.is_none_or(|u| u == m.uid()));
+            if !ours {
+                continue;
+            }
+            let Ok(list) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for item in list.flatten() {
+                let name = item.file_name();
+                if !name.to_str().is_some_and(is_blob_file_name) {
+                    continue;
+                }
+                let path = item.path();
+                let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                    continue;
+                };
+                let old = meta.modified().is_ok_and(|t| t < cutoff);
+                if meta.is_file()
+                    && uid.is_none_or(|u| u == meta.uid())
+                    && old
+                    && std::fs::remove_file(&path).is_ok()
+                {
+                    removed += 1;
+                }
+            }
+        }
+        removed
+    }
+
     /// The blob directory, or, when it belongs to another user (a shared temp dir), a
     /// sibling named with this process's uid (`mcp-budget-blobs-1000`).
     fn usable_dir(&self) -> Option<PathBuf> {
@@ -258,6 +325,36 @@ fn at_path<'a>(value: &'a mut Value, path: &[PathStep]) -> Option<&'a mut Value>
         };
     }
     Some(v)
+}
+
+/// Whether `name` is a blob file's (`<64 hex>.<ext>`) or a temporary one's
+/// (`.<64 hex>.<ext>.<pid>.<n>.tmp`).
+fn is_blob_file_name(name: &str) -> bool {
+    let stem = match name.strip_prefix('.') {
+        Some(rest) if name.ends_with(".tmp") => rest,
+        Some(_) => return false,
+        None => name,
+    };
+    stem.len() > 65
+        && stem.as_bytes()[64] == b'.'
+        && stem.as_bytes()[..64]
+            .iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+}
+
+/// The SHA-256 of a file's content, read in chunks; `None` on any I/O error.
+fn file_sha256(path: &Path) -> Option<[u8; 32]> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf).ok()?;
+        if n == 0 {
+            return Some(hasher.finalize().into());
+        }
+        hasher.update(&buf[..n]);
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -338,6 +435,95 @@ mod tests {
         assert_eq!(STANDARD.encode(std::fs::read(&d.path).unwrap()), data);
         // Same bytes, same file.
         assert_eq!(sink.offload_item(&item).unwrap().path, d.path);
+    }
+
+    #[test]
+    fn an_existing_file_is_reused_only_when_its_content_hashes_to_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = BlobSink::new(dir.path().to_path_buf(), 16);
+        let bytes = png(4, 4, 500);
+        let item = serde_json::json!({"type":"image","data":STANDARD.encode(&bytes)});
+        let path = PathBuf::from(sink.offload_item(&item).unwrap().path);
+        // Same length, other content: rewritten.
+        let mut tampered = bytes.clone();
+        tampered[100] ^= 0xff;
+        std::fs::write(&path, &tampered).unwrap();
+        assert_eq!(PathBuf::from(sink.offload_item(&item).unwrap().path), path);
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        // Truncated: rewritten.
+        std::fs::write(&path, &bytes[..10]).unwrap();
+        sink.offload_item(&item).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        // A symlink at the name is replaced by a file; its target is left alone.
+        let target = dir.path().join("target");
+        std::fs::write(&target, b"keep").unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        sink.offload_item(&item).unwrap();
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        // The right content is reused as is, its mtime refreshed.
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        sink.offload_item(&item).unwrap();
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        assert!(mtime > old + std::time::Duration::from_secs(3000));
+    }
+
+    #[test]
+    fn old_blob_files_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = dir.path().join("blobs");
+        let sink = BlobSink::new(blobs.clone(), 16);
+        let fresh = PathBuf::from(
+            sink.offload_str(&STANDARD.encode(png(2, 2, 300)))
+                .unwrap()
+                .path,
+        );
+        let stale = PathBuf::from(
+            sink.offload_str(&STANDARD.encode(png(3, 3, 300)))
+                .unwrap()
+                .path,
+        );
+        let stale_tmp = blobs.join(format!(".{}.bin.1.2.tmp", "a".repeat(64)));
+        let other = blobs.join("notes.txt");
+        let odd = blobs.join(format!("{}.bin", "A".repeat(64)));
+        for p in [&stale_tmp, &other, &odd] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3 * 86_400);
+        for p in [&stale, &stale_tmp, &other, &odd] {
+            std::fs::File::options()
+                .append(true)
+                .open(p)
+                .unwrap()
+                .set_modified(long_ago)
+                .unwrap();
+        }
+        assert_eq!(sink.remove_older_than(std::time::Duration::ZERO), 0);
+        assert_eq!(
+            sink.remove_older_than(std::time::Duration::from_secs(86_400)),
+            2
+        );
+        assert!(fresh.exists());
+        assert!(!stale.exists());
+        assert!(!stale_tmp.exists());
+        assert!(other.exists(), "not a blob name");
+        assert!(odd.exists(), "not a blob name (uppercase)");
+        // A missing directory is not created.
+        let none = BlobSink::new(dir.path().join("absent"), 16);
+        assert_eq!(none.remove_older_than(std::time::Duration::from_secs(1)), 0);
+        assert!(!dir.path().join("absent").exists());
     }
 
     #[test]

@@ -139,6 +139,14 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
         _ => return unshaped(result),
     };
     let rule = b.settings.rule_for(tool);
+    // The trees about to be parsed need room beside the cache (see `Store::make_room_for`).
+    b.store.make_room_for(
+        content
+            .iter()
+            .filter_map(|i| i.get("text").and_then(Value::as_str))
+            .map(str::len)
+            .sum(),
+    );
     let is_error = obj.get("isError").and_then(Value::as_bool) == Some(true);
 
     let mut pre_texts = Vec::new();
@@ -572,7 +580,7 @@ pub(crate) fn emit(
         }
     }
     let mut items = Vec::with_capacity(layout.len() + 1);
-    let mut placed = vec![false; entry.docs.len()];
+    let mut placed = vec![false; entry.n_docs()];
     for slot in layout {
         let Some((doc, carrier)) = slot.carrier() else {
             if let Slot::Other(v) = slot {
@@ -595,7 +603,7 @@ pub(crate) fn emit(
     }
     let bytes = page.parts.iter().map(|p| p.body.len()).sum::<usize>() + page.meta.len();
     items.push(json!({"type":"text","text":page.meta}));
-    let page_meta = walk::page_meta(&id, 0, &page, entry.total_tokens);
+    let page_meta = walk::page_meta(&id, &page, entry.total_tokens);
     Emitted {
         items,
         shown,

@@ -22,9 +22,9 @@
 //!   text item added).
 //! - **Over budget**: page 1 and the meta item (the last content item), or with
 //!   `overflow = "summary"` the elision envelope whose `next_cursor` (`<id>.0`) leads to
-//!   page 1. The shaped full response is cached (`store.rs`: bounded in bytes, least recently used
-//!   out first, TTL from last use) for `read_more` and `query_response` (`injected.rs`), which
-//!   never call the upstream server.
+//!   page 1. The shaped full response is cached (`store/`: bounded in memory, least recently
+//!   used content spilled to files first, TTL from last use) for `read_more` and
+//!   `query_response` (`injected.rs`), which never call the upstream server.
 //! - **Several documents** (`walk.rs`) are paged as one sequence in order: a page holds
 //!   whole documents while they fit and cuts the first one that does not; each stays its own
 //!   content item, so following the cursors gives every one back exactly. With a budget near
@@ -55,7 +55,9 @@
 //!   one, a page's structuredContent is the page itself.
 //! - **Blobs** (`blobs.rs`): image/audio `data`, resource `blob`, and base64 / `data:`
 //!   strings inside JSON text that decode to more than the threshold are written to files
-//!   (SHA-256 names, mode 0600, directory 0700) and replaced by a text description
+//!   (SHA-256 names, mode 0600, directory 0700; an existing file is reused only when its
+//!   content hashes to its name; files older than `--blob-max-age` are removed at startup)
+//!   and replaced by a text description
 //!   ([`mcp_budget_core::wire::BlobOffload`]) whose tokens count.
 //! - **query_response** runs jq (the jaq crates) on the cached response: its one document
 //!   as JSON (a text that is not JSON as a JSON string), or an array of its documents; one
@@ -138,7 +140,8 @@ pub struct Boundary {
 }
 
 impl Boundary {
-    /// A boundary with `settings`. Loads [`Settings::config_path`] when it is set and
+    /// A boundary with `settings`. Caps glibc's malloc arenas (see the cache in `store`: freed
+    /// results must go back to the system), so build it before starting threads. Loads [`Settings::config_path`] when it is set and
     /// [`Settings::file`] is `None`, checks every `transform` filter, and opens the telemetry
     /// log when [`Settings::log_path`] is set.
     ///
@@ -146,6 +149,8 @@ impl Boundary {
     /// [`ConfigError`] when the config file cannot be read or parsed, a `transform` is not a
     /// valid jq filter, or the log cannot be opened.
     pub fn new(mut settings: Settings) -> Result<Boundary, ConfigError> {
+        // Before any thread of ours allocates (the tokenizer warm-up below is one).
+        store::limit_malloc_arenas();
         if settings.config_path.is_some() && settings.file.is_none() {
             settings.load_config_file()?;
         }
@@ -165,9 +170,15 @@ impl Boundary {
             Some(path) => Some(Telemetry::open(path, encoding.clone())?),
             None => None,
         };
+        let blobs = BlobSink::new(settings.blob_dir(), settings.blob_threshold);
+        blobs.remove_older_than(settings.blob_max_age());
         Ok(Boundary {
-            store: Store::new(settings.store_bytes, settings.store_ttl),
-            blobs: BlobSink::new(settings.blob_dir(), settings.blob_threshold),
+            store: Store::new(
+                settings.cache_bytes(),
+                settings.cache_ttl(),
+                settings.cache_base_dir(),
+            ),
+            blobs,
             encoding,
             telemetry,
             tools: RwLock::new(ToolState::default()),
@@ -257,6 +268,12 @@ impl Boundary {
     pub fn injected_names(&self) -> (String, String) {
         let n = self.names();
         (n.read_more, n.query_response)
+    }
+
+    /// Removes the cache's spill directory and files (call once, at exit: cursors of spilled
+    /// responses stop working).
+    pub fn remove_spill_files(&self) {
+        self.store.remove_spill_dir();
     }
 
     /// Blocks until every telemetry record queued so far is written (no-op without `--log`).

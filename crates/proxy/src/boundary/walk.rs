@@ -53,6 +53,8 @@ pub(crate) struct Part {
 /// A page of a cached response.
 #[derive(Debug, Clone)]
 pub(crate) struct SeqPage {
+    /// How many pages come before this one (0 = page 1), whatever its page number.
+    pub(crate) ordinal: usize,
     /// The text items of the page, in order.
     pub(crate) parts: Vec<Part>,
     /// The meta item's text.
@@ -68,12 +70,13 @@ pub(crate) struct SeqPage {
 /// The key of a paged result's `_meta` member that holds the page's machine-readable position.
 pub(crate) const PAGE_META_KEY: &str = "mcp-budget/page";
 
-/// The value of `result._meta["mcp-budget/page"]` for page `k` (0 = page 1) of response `id`:
-/// `{"response_id","page","location","next_cursor" (absent on the last page),"total_tokens"}`.
-pub(crate) fn page_meta(id: &str, k: usize, page: &SeqPage, total_tokens: u64) -> Value {
+/// The value of `result._meta["mcp-budget/page"]` for `page` of response `id`:
+/// `{"response_id","page" (0 = page 1: the page's ordinal, not its cursor's number),"location",
+/// "next_cursor" (absent on the last page),"total_tokens"}`.
+pub(crate) fn page_meta(id: &str, page: &SeqPage, total_tokens: u64) -> Value {
     let mut m = Map::new();
     m.insert("response_id".into(), Value::String(id.to_owned()));
-    m.insert("page".into(), Value::from(k as u64));
+    m.insert("page".into(), Value::from(page.ordinal as u64));
     m.insert("location".into(), Value::String(page.location.clone()));
     if let Some(c) = &page.next_cursor {
         m.insert("next_cursor".into(), Value::String(c.clone()));
@@ -157,7 +160,7 @@ pub(crate) fn needs_one_document(n_docs: usize, budget: usize, reserve: usize) -
 /// `shown` of one part: the pager's own for a response of one item, else prefixed with the
 /// item's number.
 fn part_shown(entry: &Entry, item: usize, inner: Option<&str>) -> String {
-    let n = entry.docs.len();
+    let n = entry.n_docs();
     match (n, inner) {
         (1, Some(s)) => s.to_owned(),
         (1, None) => "$".to_owned(),
@@ -176,6 +179,7 @@ pub(crate) fn page(
     encoding: &Encoding,
     names: &ToolNames,
 ) -> Option<SeqPage> {
+    let docs = entry.docs()?;
     let mut book = entry.book.lock().ok()?;
     let (mut item, mut pos): SeqPos = book.positions.get(k)?.clone();
     let next_k = book
@@ -183,14 +187,8 @@ pub(crate) fn page(
         .get(&(k, budget))
         .copied()
         .unwrap_or(book.positions.len());
-    let n = entry.docs.len();
-    let reserve = meta_reserve(
-        &entry.id,
-        entry.docs.len(),
-        entry.total_tokens,
-        encoding,
-        names,
-    );
+    let n = docs.len();
+    let reserve = meta_reserve(&entry.id, n, entry.total_tokens, encoding, names);
 
     let mut parts: Vec<Part> = Vec::new();
     let mut shown: Vec<String> = Vec::new();
@@ -202,7 +200,7 @@ pub(crate) fn page(
 
     while item < n {
         let remaining = budget.saturating_sub(used);
-        let doc = &entry.docs[item];
+        let doc = &docs[item];
         let item_tokens = entry.doc_tokens[item];
         if pos.is_start() && item_tokens + reserve <= remaining {
             // The whole item, and still room for the meta.
@@ -313,10 +311,14 @@ pub(crate) fn page(
     if let Some(np) = next {
         if next_k == book.positions.len() {
             book.positions.push(np);
+            let ordinal = book.ordinals.get(k).map_or(k, |o| o + 1);
+            book.ordinals.push(ordinal);
         }
         book.next_of.insert((k, budget), next_k);
     }
+    let ordinal = book.ordinals.get(k).copied().unwrap_or(k);
     Some(SeqPage {
+        ordinal,
         parts,
         meta,
         tokens: used + meta_tokens,

@@ -163,6 +163,15 @@ pub fn follow(b: &Boundary, first: Value, budget: usize) -> Vec<Value> {
             meta(last)
         );
         let Some(m) = meta(last) else { break };
+        // `_meta["mcp-budget/page"].page` counts pages in order (0 = page 1), whatever the
+        // cursors' numbers.
+        let position = &last["_meta"]["mcp-budget/page"];
+        assert_eq!(
+            position["page"].as_u64(),
+            Some(pages.len() as u64 - 1),
+            "page {}: _meta position {position}",
+            pages.len()
+        );
         let Some(c) = m.get("next_cursor").and_then(Value::as_str) else {
             break;
         };

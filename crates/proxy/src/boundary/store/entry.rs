@@ -1,0 +1,609 @@
+//! One cached response, and where its content lives.
+//!
+//! The content of an [`Entry`] (its shaped text items, as [`Document`]s) is in one or more of
+//! three forms, from the most to the least memory:
+//!
+//! - **tree**: the parsed documents the pager walks (`serde_json` values with `preserve_order`
+//!   and `arbitrary_precision`: about ten times the bytes of their compact text). Counted by
+//!   [`docs_heap_bytes`], an estimate of their heap use, allocator overhead included.
+//! - **text**: the exact compact rendering of each document (`serde_json::to_string`, which
+//!   keeps every number's spelling and every key's order; a text document is its text).
+//!   Counted by its bytes.
+//! - **file**: the same text in a spill file ([`super::spill`]); no memory.
+//!
+//! The text parses back to the same tree (`serde_json` keeps key order and number spellings,
+//! and a tree parsed from text has no duplicate keys), so pages computed from a reloaded tree
+//! are the pages of the original one. Two trees cannot make that round trip and are kept
+//! ([`Entry::reloadable`] is false; the store drops such an entry instead of spilling it):
+//! nesting deeper than `serde_json`'s parser accepts ([`MAX_PARSE_DEPTH`]), and, with
+//! `precision == 0` (numbers written as spelled), a number whose exponent is not spelled the
+//! way the parser stores it (`1e300` from jq is read back as `1e+300`).
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use mcp_budget_core::paginate::{Document, Position};
+use serde_json::Value;
+
+use super::PageBook;
+use super::spill::{SpillDir, SpillFile};
+use crate::boundary::parts::Carrier;
+use crate::boundary::structured::Plan;
+
+/// The deepest nesting of arrays and objects `serde_json::from_str` accepts (its recursion
+/// limit of 128 counts the container being opened).
+pub(crate) const MAX_PARSE_DEPTH: usize = 127;
+
+/// One cached, shaped, untrimmed response.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    /// 12 lowercase hex digits.
+    pub(crate) id: String,
+    /// Exact tokens of each doc's whole rendering.
+    pub(crate) doc_tokens: Vec<usize>,
+    /// Sum of `doc_tokens` (the meta item's `total_tokens`).
+    pub(crate) total_tokens: u64,
+    /// Budget in tokens the response was shaped with: the ceiling of `read_more`'s `max_tokens`.
+    pub(crate) budget: usize,
+    /// Significant digits of floats.
+    pub(crate) precision: u32,
+    /// Bytes of the compact rendering (floats rounded): the size the elision envelope reports.
+    pub(crate) bytes: usize,
+    /// Whether each doc is JSON (else text).
+    json: Vec<bool>,
+    /// Keyed hash of the whole renderings (floats rounded) the entry was shaped from: tells a
+    /// response shaped again from another with the same id.
+    fingerprint: Option<u64>,
+    /// How each doc's pieces go out (a text item, an embedded resource …); empty: text items.
+    pub(crate) carriers: Vec<Carrier>,
+    /// How structuredContent follows the pages, when it does.
+    pub(crate) structured: Option<Plan>,
+    /// Start of every page computed so far, by page number, and the next page's number for
+    /// each (page number, budget) already computed.
+    pub(crate) book: Mutex<PageBook>,
+    body: Mutex<Body>,
+    /// Bytes of memory the content holds now (tree estimate + text bytes), kept beside `body`
+    /// so the store can sum it without taking every entry's lock.
+    resident: AtomicUsize,
+    /// Bytes of the spill file, when there is one.
+    on_disk: AtomicUsize,
+    /// Heap estimate of the tree when it was last in memory (kept after it goes: what
+    /// reloading it will take).
+    tree_estimate: AtomicUsize,
+    /// Whether the tree / the text is in memory (mirrors of `body`, read without its lock).
+    tree_in: AtomicBool,
+    text_in: AtomicBool,
+    reloadable: bool,
+}
+
+/// Where the content is (see the module docs).
+#[derive(Debug, Default)]
+struct Body {
+    tree: Option<Arc<Vec<Document>>>,
+    tree_bytes: usize,
+    text: Option<Vec<String>>,
+    text_bytes: usize,
+    file: Option<SpillFile>,
+}
+
+impl Body {
+    fn resident(&self) -> usize {
+        (if self.tree.is_some() {
+            self.tree_bytes
+        } else {
+            0
+        }) + (if self.text.is_some() {
+            self.text_bytes
+        } else {
+            0
+        })
+    }
+}
+
+/// Why an entry's content could not be brought back.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LoadError {
+    /// The spill file could not be read.
+    #[error("cannot read the spill file: {0}")]
+    Io(#[from] std::io::Error),
+    /// The spill file does not hold what was written (not UTF-8, wrong length, not JSON).
+    #[error("the spill file is damaged")]
+    Damaged,
+    /// No form of the content is left (never expected).
+    #[error("the cached content is gone")]
+    Gone,
+}
+
+/// What [`Entry::drop_tree`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Demoted {
+    /// The tree was dropped (its text kept or already in a file); bytes freed.
+    Freed(usize),
+    /// There was no tree.
+    Nothing,
+    /// The tree cannot be rebuilt from text: the caller drops the whole entry instead.
+    Unreloadable,
+}
+
+impl Entry {
+    /// A resident entry: `docs` as the tree, counted by [`docs_heap_bytes`]. `bytes` is the
+    /// size of the compact rendering (floats rounded).
+    pub(crate) fn new(
+        id: String,
+        docs: Vec<Document>,
+        doc_tokens: Vec<usize>,
+        budget: usize,
+        precision: u32,
+        bytes: usize,
+    ) -> Entry {
+        let total_tokens = doc_tokens.iter().map(|&t| t as u64).sum();
+        let scan = scan_docs(&docs, precision);
+        let json = docs
+            .iter()
+            .map(|d| matches!(d, Document::Json(_)))
+            .collect();
+        Entry {
+            id,
+            doc_tokens,
+            total_tokens,
+            budget,
+            precision,
+            bytes,
+            json,
+            fingerprint: None,
+            carriers: Vec::new(),
+            structured: None,
+            book: Mutex::new(PageBook {
+                positions: vec![(0, Position::start())],
+                next_of: std::collections::HashMap::new(),
+                ordinals: vec![0],
+            }),
+            body: Mutex::new(Body {
+                tree: Some(Arc::new(docs)),
+                tree_bytes: scan.heap,
+                ..Body::default()
+            }),
+            resident: AtomicUsize::new(scan.heap),
+            on_disk: AtomicUsize::new(0),
+            tree_estimate: AtomicUsize::new(scan.heap),
+            tree_in: AtomicBool::new(true),
+            text_in: AtomicBool::new(false),
+            reloadable: scan.reloadable,
+        }
+    }
+
+    /// The entry remembering the fingerprint of `rendered`, the whole rendering of each of its
+    /// docs (floats rounded), for [`Entry::holds`]. The texts themselves are not kept.
+    pub(crate) fn with_rendered(mut self, rendered: Vec<String>) -> Entry {
+        self.fingerprint = Some(fingerprint(&rendered));
+        self
+    }
+
+    /// The entry with the carriers of its docs and its structuredContent plan.
+    pub(crate) fn with_parts(mut self, carriers: Vec<Carrier>, structured: Option<Plan>) -> Entry {
+        self.carriers = carriers;
+        self.structured = structured;
+        self
+    }
+
+    /// Whether this entry holds `docs` whose whole renderings are `rendered` (the same
+    /// response shaped again): the same kinds of docs, rendered to the same bytes (compared
+    /// by a keyed 64-bit hash).
+    pub(crate) fn holds(&self, docs: &[Document], rendered: &[String]) -> bool {
+        self.json.len() == docs.len()
+            && self
+                .json
+                .iter()
+                .zip(docs)
+                .all(|(&j, d)| j == matches!(d, Document::Json(_)))
+            && self.fingerprint.is_some_and(|f| f == fingerprint(rendered))
+    }
+
+    /// How many documents (text items, embedded resources' texts, a structuredContent no text
+    /// item carries) the response has.
+    pub(crate) fn n_docs(&self) -> usize {
+        self.json.len()
+    }
+
+    /// The documents: the resident tree, or, when the store has let it go, a copy parsed from
+    /// the text (in memory or in the spill file) that is not kept. `None` only when the spill
+    /// file cannot be read back.
+    pub(crate) fn docs(&self) -> Option<Arc<Vec<Document>>> {
+        let body = self.body.lock().ok()?;
+        if let Some(tree) = &body.tree {
+            return Some(Arc::clone(tree));
+        }
+        let texts = read_texts(&body).ok()?;
+        drop(body);
+        self.parse(texts).ok().map(Arc::new)
+    }
+
+    /// The response as the input of a jq query: the one document's value (a text that is not
+    /// JSON as a JSON string), or an array of them when there are several (text items,
+    /// embedded resources' texts, and a structuredContent no text item carries, in order). `Null` when the
+    /// content cannot be read back (see [`Entry::docs`]).
+    pub(crate) fn query_input(&self) -> Value {
+        let Some(docs) = self.docs() else {
+            return Value::Null;
+        };
+        let mut values: Vec<Value> = docs
+            .iter()
+            .map(|d| match d {
+                Document::Json(v) => v.clone(),
+                Document::Text(t) => Value::String(t.clone()),
+            })
+            .collect();
+        if values.len() == 1 {
+            values.pop().unwrap_or_default()
+        } else {
+            Value::Array(values)
+        }
+    }
+
+    /// Bytes of memory the content holds now.
+    pub(crate) fn resident(&self) -> usize {
+        self.resident.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of memory bringing the tree back takes: its heap estimate when it was last in
+    /// memory, plus the text read to parse it.
+    pub(crate) fn reload_bytes(&self) -> usize {
+        self.tree_estimate.load(Ordering::Relaxed) + self.on_disk()
+    }
+
+    /// Bytes of the spill file (0 when none).
+    pub(crate) fn on_disk(&self) -> usize {
+        self.on_disk.load(Ordering::Relaxed)
+    }
+
+    /// Whether the tree can be rebuilt from the text (see the module docs).
+    #[cfg(test)]
+    pub(crate) fn reloadable(&self) -> bool {
+        self.reloadable
+    }
+
+    /// Whether the tree is in memory.
+    pub(crate) fn has_tree(&self) -> bool {
+        self.tree_in.load(Ordering::Relaxed)
+    }
+
+    /// Whether the text is in memory and the tree is not.
+    pub(crate) fn has_text_only(&self) -> bool {
+        !self.tree_in.load(Ordering::Relaxed) && self.text_in.load(Ordering::Relaxed)
+    }
+
+    /// Mirrors `body` in the atomics; returns the resident bytes before.
+    fn publish(&self, body: &Body) -> usize {
+        self.tree_in.store(body.tree.is_some(), Ordering::Relaxed);
+        self.text_in.store(body.text.is_some(), Ordering::Relaxed);
+        self.resident.swap(body.resident(), Ordering::Relaxed)
+    }
+
+    /// Brings the tree back into memory (parsed from the text or the spill file) if it is not
+    /// there. Returns whether it parsed anything.
+    ///
+    /// # Errors
+    /// [`LoadError`] when the spill file cannot be read back.
+    pub(crate) fn load(&self) -> Result<bool, LoadError> {
+        let mut body = self.body.lock().map_err(|_| LoadError::Gone)?;
+        if body.tree.is_some() {
+            return Ok(false);
+        }
+        let texts = read_texts(&body)?;
+        let docs = self.parse(texts)?;
+        body.tree_bytes = docs_heap_bytes(&docs);
+        self.tree_estimate.store(body.tree_bytes, Ordering::Relaxed);
+        body.tree = Some(Arc::new(docs));
+        self.publish(&body);
+        Ok(true)
+    }
+
+    /// Lets the tree go, keeping the content as text (rendered now when there is neither
+    /// text nor file).
+    pub(crate) fn drop_tree(&self) -> Demoted {
+        let Ok(mut body) = self.body.lock() else {
+            return Demoted::Nothing;
+        };
+        let Some(tree) = body.tree.take() else {
+            return Demoted::Nothing;
+        };
+        if !self.reloadable {
+            body.tree = Some(tree);
+            return Demoted::Unreloadable;
+        }
+        if body.text.is_none() && body.file.is_none() {
+            // Move the texts out of the tree when no reader holds it (no copy).
+            let mut texts: Vec<String> = match Arc::try_unwrap(tree) {
+                Ok(docs) => docs.into_iter().map(exact_text_owned).collect(),
+                Err(shared) => shared.iter().map(exact_text).collect(),
+            };
+            // Rendering grows its buffer by doubling: keep only the bytes.
+            texts.iter_mut().for_each(String::shrink_to_fit);
+            body.text_bytes = texts_heap_bytes(&texts);
+            body.text = Some(texts);
+        }
+        body.tree_bytes = 0;
+        let before = self.publish(&body);
+        Demoted::Freed(before.saturating_sub(body.resident()))
+    }
+
+    /// Moves the text to a spill file in `dir` (after [`Entry::drop_tree`]). Returns the
+    /// bytes of memory freed; `Ok(0)` when there was no text in memory or the tree is still
+    /// there.
+    ///
+    /// # Errors
+    /// The I/O error of creating or writing the file (the text then stays in memory).
+    pub(crate) fn spill(&self, dir: &SpillDir) -> std::io::Result<usize> {
+        let Ok(mut body) = self.body.lock() else {
+            return Ok(0);
+        };
+        if body.tree.is_some() {
+            return Ok(0);
+        }
+        let Some(texts) = &body.text else {
+            return Ok(0);
+        };
+        let file = dir.write(&self.id, texts)?;
+        self.on_disk.store(file.len(), Ordering::Relaxed);
+        body.file = Some(file);
+        body.text = None;
+        body.text_bytes = 0;
+        let before = self.publish(&body);
+        Ok(before.saturating_sub(body.resident()))
+    }
+
+    /// Documents from their exact texts.
+    fn parse(&self, texts: Vec<String>) -> Result<Vec<Document>, LoadError> {
+        if texts.len() != self.json.len() {
+            return Err(LoadError::Damaged);
+        }
+        texts
+            .into_iter()
+            .zip(&self.json)
+            .map(|(t, &json)| {
+                if json {
+                    serde_json::from_str(&t)
+                        .map(Document::Json)
+                        .map_err(|_| LoadError::Damaged)
+                } else {
+                    Ok(Document::Text(t))
+                }
+            })
+            .collect()
+    }
+}
+
+/// The exact texts of `body`: from memory, or read from its spill file.
+fn read_texts(body: &Body) -> Result<Vec<String>, LoadError> {
+    if let Some(texts) = &body.text {
+        return Ok(texts.clone());
+    }
+    match &body.file {
+        Some(file) => file.read(),
+        None => Err(LoadError::Gone),
+    }
+}
+
+/// The exact text of a document: compact JSON with every number as spelled, or the text.
+fn exact_text(doc: &Document) -> String {
+    match doc {
+        Document::Json(v) => mcp_budget_core::compact::to_string(v, 0),
+        Document::Text(t) => t.clone(),
+    }
+}
+
+fn exact_text_owned(doc: Document) -> String {
+    match doc {
+        Document::Json(v) => mcp_budget_core::compact::to_string(&v, 0),
+        Document::Text(t) => t,
+    }
+}
+
+/// A keyed hash of `texts` (the key is random, drawn once per process).
+fn fingerprint(texts: &[String]) -> u64 {
+    static KEY: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
+    let mut h = KEY
+        .get_or_init(std::collections::hash_map::RandomState::new)
+        .build_hasher();
+    for t in texts {
+        h.write_usize(t.len());
+        h.write(t.as_bytes());
+    }
+    h.finish()
+}
+
+/// Bytes a heap allocation of `n` bytes takes in glibc malloc: an 8-byte header, rounded up
+/// to 16, at least 32; none for `n == 0` (Rust does not allocate empty buffers).
+pub(crate) fn alloc_bytes(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        (n.saturating_add(8 + 15) & !15).max(32)
+    }
+}
+
+/// Heap bytes of the texts.
+fn texts_heap_bytes(texts: &[String]) -> usize {
+    alloc_bytes(std::mem::size_of_val(texts))
+        + texts
+            .iter()
+            .map(|t| alloc_bytes(t.capacity()))
+            .sum::<usize>()
+}
+
+/// What one walk of the documents finds.
+struct Scan {
+    heap: usize,
+    reloadable: bool,
+}
+
+/// An estimate of the heap bytes of `docs` (what dropping them gives back to the allocator):
+/// every string, number spelling, array buffer, and map (entries vector and hash index), each
+/// with glibc's per-allocation overhead ([`alloc_bytes`]).
+pub(crate) fn docs_heap_bytes(docs: &[Document]) -> usize {
+    scan_docs(docs, 1).heap
+}
+
+fn scan_docs(docs: &[Document], precision: u32) -> Scan {
+    let mut scan = Scan {
+        heap: alloc_bytes(std::mem::size_of_val(docs)),
+        reloadable: true,
+    };
+    for d in docs {
+        match d {
+            Document::Json(v) => scan_value(v, precision, &mut scan),
+            Document::Text(t) => scan.heap += alloc_bytes(t.capacity()),
+        }
+    }
+    scan
+}
+
+/// Bytes of one entry of a `serde_json` map (`indexmap::Bucket`: hash, key, value).
+const BUCKET_BYTES: usize =
+    std::mem::size_of::<usize>() + std::mem::size_of::<String>() + std::mem::size_of::<Value>();
+
+/// The hash index's buckets and the entries' capacity of a map of `len` entries built one
+/// insert at a time (as `serde_json` parses one): hashbrown grows to a power of two of
+/// buckets (at least 4) holding 7/8 of them (3 of 4, 7 of 8), and `indexmap` keeps the
+/// entries vector as large as the index can hold.
+fn map_table(len: usize) -> (usize, usize) {
+    match len {
+        0 => (0, 0),
+        1..=3 => (4, 3),
+        4..=7 => (8, 7),
+        _ => {
+            let buckets = len.saturating_mul(8).div_ceil(7).next_power_of_two();
+            (buckets, buckets / 8 * 7)
+        }
+    }
+}
+
+/// Heap bytes of a hash index of `buckets` buckets: one `usize` and one control byte each,
+/// plus 16 control bytes.
+fn index_bytes(buckets: usize) -> usize {
+    if buckets == 0 {
+        return 0;
+    }
+    alloc_bytes(buckets * (std::mem::size_of::<usize>() + 1) + 16)
+}
+
+/// Adds the heap bytes of `v` to `scan` and clears `reloadable` when `v` cannot be read back
+/// from its exact text (see the module docs). Iterative: values of any depth.
+fn scan_value(v: &Value, precision: u32, scan: &mut Scan) {
+    let mut stack: Vec<(&Value, usize)> = vec![(v, 0)];
+    while let Some((v, depth)) = stack.pop() {
+        match v {
+            Value::Null | Value::Bool(_) => {}
+            Value::Number(n) => {
+                let s = n.as_str();
+                scan.heap += alloc_bytes(s.len());
+                if precision == 0 && !canonical_number(s) {
+                    scan.reloadable = false;
+                }
+            }
+            Value::String(s) => scan.heap += alloc_bytes(s.capacity()),
+            Value::Array(a) => {
+                if depth + 1 > MAX_PARSE_DEPTH {
+                    scan.reloadable = false;
+                }
+                scan.heap += alloc_bytes(a.capacity() * std::mem::size_of::<Value>());
+                stack.extend(a.iter().map(|e| (e, depth + 1)));
+            }
+            Value::Object(m) => {
+                if depth + 1 > MAX_PARSE_DEPTH {
+                    scan.reloadable = false;
+                }
+                let (buckets, cap) = map_table(m.len());
+                scan.heap += alloc_bytes(cap * BUCKET_BYTES) + index_bytes(buckets);
+                for (k, e) in m {
+                    scan.heap += alloc_bytes(k.capacity());
+                    stack.push((e, depth + 1));
+                }
+            }
+        }
+    }
+}
+
+/// Whether `number` is spelled the way `serde_json`'s parser stores it: an exponent is a
+/// lowercase `e` followed by a sign.
+fn canonical_number(number: &str) -> bool {
+    let b = number.as_bytes();
+    !b.iter()
+        .enumerate()
+        .any(|(i, &c)| c == b'E' || (c == b'e' && !matches!(b.get(i + 1), Some(b'+') | Some(b'-'))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn nested(depth: usize) -> String {
+        format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+    }
+
+    #[test]
+    fn max_parse_depth_is_serde_json_s() {
+        assert!(serde_json::from_str::<Value>(&nested(MAX_PARSE_DEPTH)).is_ok());
+        assert!(serde_json::from_str::<Value>(&nested(MAX_PARSE_DEPTH + 1)).is_err());
+    }
+
+    #[test]
+    fn reloadable_unless_too_deep_or_respelled_at_precision_0() {
+        let ok: Value = serde_json::from_str(&nested(MAX_PARSE_DEPTH)).unwrap();
+        assert!(scan_docs(&[Document::Json(ok.clone())], 9).reloadable);
+        let deep = Value::Array(vec![ok]);
+        assert!(!scan_docs(&[Document::Json(deep)], 9).reloadable);
+        // Numbers made in code are spelled as the parser stores them.
+        assert_eq!(Value::from(1e300).to_string(), "1e+300");
+        assert!(
+            canonical_number("1e+300") && canonical_number("-2.5e-7") && canonical_number("12")
+        );
+        assert!(!canonical_number("1e300") && !canonical_number("1E+3"));
+        let parsed: Value = serde_json::from_str("[2E3, 1e400, -0.0, 1.50, 1e-7]").unwrap();
+        assert!(scan_docs(&[Document::Json(parsed)], 0).reloadable);
+    }
+
+    /// The exact text parses back to an equal tree whose renderings (any precision) are the
+    /// same bytes: what makes a reloaded tree page like the original.
+    #[test]
+    fn exact_text_round_trips() {
+        let text = r#"{"b":[1,2.50,-0.0,3E5,1e400,1e-400,12345678901234567890,2.2250738585072014e-309],
+            "a":{"z":"é\u0000\"\\","y":[],"x":{}},"c":"🎉 \ud83c\udf89","b2":0.30000000000000004}"#;
+        let v: Value = serde_json::from_str(text).unwrap();
+        let exact = exact_text(&Document::Json(v.clone()));
+        let back: Value = serde_json::from_str(&exact).unwrap();
+        assert_eq!(back, v);
+        for p in [0, 1, 6, 9, 15, 17] {
+            assert_eq!(
+                mcp_budget_core::compact::to_string(&back, p),
+                mcp_budget_core::compact::to_string(&v, p),
+                "precision {p}"
+            );
+        }
+        let keys: Vec<&String> = back.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["b", "a", "c", "b2"]);
+    }
+
+    #[test]
+    fn heap_estimate_counts_every_allocation() {
+        assert_eq!(alloc_bytes(0), 0);
+        assert_eq!(alloc_bytes(1), 32);
+        assert_eq!(alloc_bytes(24), 32);
+        assert_eq!(alloc_bytes(25), 48);
+        let text = Document::Text("x".repeat(1000));
+        assert_eq!(
+            docs_heap_bytes(std::slice::from_ref(&text)),
+            alloc_bytes(std::mem::size_of::<Document>()) + alloc_bytes(1000)
+        );
+        // An array of n small objects costs far more than its text.
+        let rows: Vec<Value> = (0..1000)
+            .map(|i| json!({"id": i, "name": format!("r{i}")}))
+            .collect();
+        let v = Value::Array(rows);
+        let compact = serde_json::to_string(&v).unwrap().len();
+        let heap = docs_heap_bytes(&[Document::Json(v)]);
+        assert!(heap > 5 * compact, "{heap} vs {compact}");
+    }
+}
