@@ -2,6 +2,11 @@
 
 use std::process::{Command, Output};
 
+use serde_json::{Value, json};
+
+mod proxy_support;
+use proxy_support::{Proxy, visible_tokens};
+
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-budget");
 
 /// The OS error text of a missing file, as Rust's `std::io::Error` prints it.
@@ -81,4 +86,153 @@ fn a_path_error_names_the_os_error_once() {
     fails_naming_once(&["shape", missing], ENOENT);
     // `report` goes on past an unreadable log (its table names it) but exits non-zero.
     fails_naming_once(&["report", missing], ENOENT);
+}
+
+fn call(id: Value, tool: &str, arguments: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": arguments}})
+    .to_string()
+}
+
+fn fixture_proxy(budget: &str) -> Proxy {
+    Proxy::start(&["--max-tokens", budget], &[BIN, "fixture-server"])
+}
+
+/// The meta item of a paged result, parsed.
+fn meta(result: &Value) -> Value {
+    let text = result["content"]
+        .as_array()
+        .and_then(|items| items.last())
+        .and_then(|item| item["text"].as_str())
+        .unwrap_or_else(|| panic!("no meta item in {result}"));
+    serde_json::from_str(text).expect("the meta item is JSON")
+}
+
+/// The parsed text of an `isError` result's one text item.
+fn error_of(result: &Value) -> Value {
+    assert_eq!(result["isError"], true, "not an error: {result}");
+    let text = result["content"][0]["text"].as_str().expect("error text");
+    serde_json::from_str(text).expect("the error text is JSON")
+}
+
+/// Pages the fixture's `directory_tree` and returns the proxy and page 1's meta item.
+fn paged_tree(budget: &str) -> (Proxy, Value) {
+    let mut proxy = fixture_proxy(budget);
+    proxy.send(&call(json!(1), "directory_tree", json!({})));
+    let msg = proxy.recv_json();
+    let m = meta(&msg["result"]);
+    assert!(m["next_cursor"].is_string(), "not paged: {m}");
+    (proxy, m)
+}
+
+/// Bug: `read_more {"cursor":"…","max_tokens":"abc"}` was answered as if `max_tokens` were
+/// absent. Arguments of an injected tool that do not match its inputSchema are an
+/// `invalid_arguments` error naming the argument and why, within the budget.
+#[test]
+fn injected_tools_refuse_arguments_that_do_not_match_their_schema() {
+    let budget = 256;
+    let (mut proxy, m) = paged_tree(&budget.to_string());
+    let cursor = m["next_cursor"].as_str().expect("cursor").to_owned();
+    let id = m["response_id"].as_str().expect("response_id").to_owned();
+    let long = "9".repeat(5000);
+    let cases = [
+        (
+            "read_more",
+            json!({"cursor": cursor, "max_tokens": "abc"}),
+            "max_tokens",
+            "must be an integer ≥ 1; got the string \"abc\"",
+        ),
+        (
+            "read_more",
+            json!({"cursor": cursor, "max_tokens": "700"}),
+            "max_tokens",
+            "must be an integer ≥ 1; got the string \"700\"",
+        ),
+        (
+            "read_more",
+            json!({"cursor": cursor, "max_tokens": 0}),
+            "max_tokens",
+            "must be an integer ≥ 1; got the number 0",
+        ),
+        (
+            "read_more",
+            json!({"cursor": cursor, "max_tokens": -3}),
+            "max_tokens",
+            "must be an integer ≥ 1; got the number -3",
+        ),
+        (
+            "read_more",
+            json!({"cursor": cursor, "max_tokens": 2.5}),
+            "max_tokens",
+            "must be an integer ≥ 1; got the number 2.5",
+        ),
+        (
+            "read_more",
+            json!({"max_tokens": 300}),
+            "cursor",
+            "missing: this argument (string) is required",
+        ),
+        (
+            "read_more",
+            json!({"cursor": 1}),
+            "cursor",
+            "must be a string; got the number 1",
+        ),
+        (
+            "read_more",
+            json!([cursor]),
+            "arguments",
+            "must be a JSON object; got an array [\"",
+        ),
+        (
+            "read_more",
+            // A 5000-digit number: quoted cut, the result within the budget.
+            serde_json::from_str(&format!(r#"{{"cursor":{long}}}"#)).expect("JSON"),
+            "cursor",
+            "must be a string; got the number 9999",
+        ),
+        (
+            "query_response",
+            json!({"response_id": id}),
+            "query",
+            "missing: this argument (string) is required",
+        ),
+        (
+            "query_response",
+            json!({"response_id": id, "query": ["length"]}),
+            "query",
+            "must be a string; got an array [\"length\"]",
+        ),
+    ];
+    for (i, (tool, arguments, argument, reason)) in cases.into_iter().enumerate() {
+        proxy.send(&call(json!(i + 10), tool, arguments.clone()));
+        let msg = proxy.recv_json();
+        let result = &msg["result"];
+        let e = error_of(result);
+        assert_eq!(e["error"], "invalid_arguments", "{arguments}: {e}");
+        assert_eq!(e["argument"], argument, "{arguments}: {e}");
+        let got = e["reason"].as_str().expect("reason");
+        assert!(got.starts_with(reason), "{arguments}: {got:?}");
+        let hint = e["hint"].as_str().expect("hint");
+        assert!(hint.starts_with(&format!("Call {tool} again")), "{hint}");
+        assert!(
+            visible_tokens(result) <= budget,
+            "{arguments}: {} tokens",
+            visible_tokens(result)
+        );
+    }
+    // Unknown members are ignored (the schema allows them); integral floats are integers;
+    // small positive integers count as the smallest page.
+    for arguments in [
+        json!({"cursor": cursor, "page": 2}),
+        json!({"cursor": cursor, "max_tokens": 300.0}),
+        json!({"cursor": cursor, "max_tokens": 1}),
+    ] {
+        proxy.send(&call(json!("ok"), "read_more", arguments.clone()));
+        let msg = proxy.recv_json();
+        let result = &msg["result"];
+        assert!(result.get("isError").is_none(), "{arguments}: {result}");
+        assert_eq!(meta(result)["response_id"], id.as_str(), "{arguments}");
+        assert!(visible_tokens(result) <= budget, "{arguments}");
+    }
 }
