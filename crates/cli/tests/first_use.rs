@@ -88,10 +88,16 @@ fn a_path_error_names_the_os_error_once() {
     fails_naming_once(&["report", missing], ENOENT);
 }
 
+fn request(id: Value, method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
 fn call(id: Value, tool: &str, arguments: Value) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": tool, "arguments": arguments}})
-    .to_string()
+    request(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    )
 }
 
 fn fixture_proxy(budget: &str) -> Proxy {
@@ -234,5 +240,28 @@ fn injected_tools_refuse_arguments_that_do_not_match_their_schema() {
         assert!(result.get("isError").is_none(), "{arguments}: {result}");
         assert_eq!(meta(result)["response_id"], id.as_str(), "{arguments}");
         assert!(visible_tokens(result) <= budget, "{arguments}");
+    }
+}
+
+/// Bug: a cursor sent to another server's proxy got only "unknown … use a next_cursor
+/// exactly as …". The hint says whose cursor it is and how clients name each server's tools.
+#[test]
+fn a_cursor_sent_to_another_servers_proxy_says_whose_it_is() {
+    let (_first, m) = paged_tree("1000");
+    let mut second = fixture_proxy("1000");
+    let cursor = m["next_cursor"].as_str().expect("cursor");
+    second.send(&call(json!(1), "read_more", json!({"cursor": cursor})));
+    let msg = second.recv_json();
+    let e = error_of(&msg["result"]);
+    assert_eq!(e["error"], "cursor_invalid");
+    assert_eq!(e["reason"], "unknown");
+    let hint = e["hint"].as_str().expect("hint");
+    for part in [
+        "belong to the server (proxy) whose result gave them",
+        "clients prefix tool names per server",
+        "Claude Code: mcp__<server>__read_more",
+        "call the read_more of the server whose result carried the cursor",
+    ] {
+        assert!(hint.contains(part), "{part:?} not in {hint:?}");
     }
 }

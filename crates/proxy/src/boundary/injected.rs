@@ -14,6 +14,7 @@
 //! missing; see [`super::args`]) give an `isError` result
 //! `{"error":"invalid_arguments","argument":…,"reason":…,"hint":…}`. Bad, unknown or expired
 //! cursors and ids give an `isError` result `{"error":"cursor_invalid","reason":…,"hint":…}`
+//! (for `unknown`, the hint says that cursors belong to the server whose result gave them);
 //! a failing jq filter (syntax, runtime error, deadline, a worker that died or none free)
 //! gives an `isError` result `{"error":"query_failed","message":…,"hint":…}`. All fit the
 //! budget in force (the request's `max_tokens`, clamped, when valid): a longer message is cut
@@ -127,14 +128,24 @@ pub(crate) struct Answer {
     pub(crate) tokens: u64,
 }
 
+/// The hint of a `cursor_invalid` result with reason `unknown`: besides a mistyped cursor,
+/// the usual cause is a cursor passed to the `read_more` of another server's proxy (each MCP
+/// server has its own proxy and cache; clients prefix tool names per server).
+fn unknown_hint(read_more: &str) -> String {
+    format!(
+        "No such response or page in this proxy's cache. Cursors and response ids belong to the \
+         server (proxy) whose result gave them, and clients prefix tool names per server \
+         (Claude Code: mcp__<server>__{read_more}): call the {read_more} of the server whose \
+         result carried the cursor, with the next_cursor or response_id exactly as given."
+    )
+}
+
 fn cursor_invalid(b: &Boundary, budget: usize, reason: CursorFault) -> Answer {
     let hint = match reason {
         CursorFault::Malformed => {
             "A cursor looks like \"3fa9c2e1b07d.1\" and a response_id like \"3fa9c2e1b07d\": copy them from the last item of a shortened result.".to_owned()
         }
-        CursorFault::Unknown => {
-            "No such response or page: use a next_cursor or response_id exactly as a shortened result gave it.".to_owned()
-        }
+        CursorFault::Unknown => unknown_hint(&b.names().read_more),
         CursorFault::Expired => {
             "The cached response was dropped (unused for too long, or memory ran short): call the original tool again.".to_owned()
         }
