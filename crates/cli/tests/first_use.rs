@@ -265,3 +265,36 @@ fn a_cursor_sent_to_another_servers_proxy_says_whose_it_is() {
         assert!(hint.contains(part), "{part:?} not in {hint:?}");
     }
 }
+
+/// Bug: descriptions that promise pretty-printed / 2-space indented output described what
+/// the proxy no longer sends. They get a note; other descriptions stay as they were.
+#[test]
+fn descriptions_promising_indentation_say_the_output_is_compacted() {
+    let mut proxy = fixture_proxy("1000");
+    proxy.send(&request(json!(1), "tools/list", json!({})));
+    let msg = proxy.recv_json();
+    let tools = msg["result"]["tools"].as_array().expect("tools");
+    let description = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .and_then(|t| t["description"].as_str())
+            .unwrap_or_else(|| panic!("no tool {name}"))
+            .to_owned()
+    };
+    assert_eq!(
+        description("directory_tree"),
+        "A recursive tree of a generated directory as pretty JSON (2-space indent). \
+         (mcp-budget: JSON output is compacted, without indentation.)"
+    );
+    assert_eq!(
+        description("structured"),
+        "Items with scores as structuredContent (with an outputSchema) and a JSON text twin."
+    );
+    for tool in tools {
+        let d = tool["description"].as_str().unwrap_or_default();
+        if tool["name"] != "directory_tree" {
+            assert!(!d.contains("mcp-budget: JSON output"), "{tool}");
+        }
+    }
+}
