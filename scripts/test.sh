@@ -22,7 +22,17 @@ else
   echo "test.sh: no chromium (not root or no apt-get): the report render test will skip" >&2
 fi
 
-cargo test --workspace --exclude mcp-budget-bench
+# cargo-nextest runs every test in its own process, spread over the cores across test
+# binaries (a slow property test no longer holds up the binaries after it), and prints each
+# test's time. It does not run doctests: `cargo test --doc` does, reusing the same build.
+# Without cargo-nextest, plain `cargo test` runs the same tests.
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --exclude mcp-budget-bench --no-fail-fast
+  cargo test --doc --workspace --exclude mcp-budget-bench
+else
+  echo "test.sh: cargo-nextest not installed: running cargo test" >&2
+  cargo test --workspace --exclude mcp-budget-bench
+fi
 
 if [ -x tests/e2e/run.sh ]; then
   tests/e2e/run.sh

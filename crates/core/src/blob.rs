@@ -137,8 +137,9 @@ pub enum BlobError {
     /// Neither a `data:` URI nor a string of base64 by the rules of this module.
     #[error("not a base64 string or data: URI")]
     NotABlob,
-    /// Looked like base64, but the `base64` crate refused it.
-    #[error("invalid base64: {0}")]
+    /// Looked like base64, but the `base64` crate refused it (the crate's error is the
+    /// [`std::error::Error::source`], not part of the message, so a chain names it once).
+    #[error("invalid base64")]
     Base64(#[from] base64::DecodeError),
 }
 

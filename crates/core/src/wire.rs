@@ -168,3 +168,18 @@ pub struct QueryFailed {
     /// What to do instead.
     pub hint: String,
 }
+
+/// The text of an `isError: true` result of an injected tool (`read_more`, `query_response`)
+/// whose arguments do not match its `inputSchema`:
+/// `{"error":"invalid_arguments","argument":"max_tokens","reason":"…","hint":"…"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvalidArguments {
+    /// Always `invalid_arguments`.
+    pub error: String,
+    /// The argument at fault (`arguments` when they are not a JSON object).
+    pub argument: String,
+    /// Why: a wrong type, a value below the minimum, a missing required argument.
+    pub reason: String,
+    /// The arguments the tool takes.
+    pub hint: String,
+}

@@ -254,15 +254,20 @@ impl ConfigFile {
 }
 
 /// Errors of loading settings.
+///
+/// The operating system's error is the [`std::error::Error::source`] of [`ConfigError::Read`]
+/// and [`ConfigError::Log`], not part of their message, so a report that prints the chain
+/// (`{:#}` of anyhow, as the binary does) names it once.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
     /// The config file could not be read.
-    #[error("cannot read config file {path}: {source}")]
+    #[error("cannot read config file {}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
+        /// Why (the error's source).
+        #[source]
         source: std::io::Error,
     },
     /// The config file is not valid TOML for this schema.
@@ -282,11 +287,12 @@ pub enum ConfigError {
         message: String,
     },
     /// The telemetry log could not be opened for appending.
-    #[error("cannot open telemetry log {path}: {source}")]
+    #[error("cannot open telemetry log {}", path.display())]
     Log {
         /// The file.
         path: PathBuf,
-        /// Why.
+        /// Why (the error's source).
+        #[source]
         source: std::io::Error,
     },
 }

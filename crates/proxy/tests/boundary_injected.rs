@@ -28,8 +28,6 @@ fn bad_cursors_are_cursor_invalid_with_each_reason() {
         (json!({"cursor": "nope"}), "malformed"),
         (json!({"cursor": format!("{id}.x")}), "malformed"),
         (json!({"cursor": id.to_uppercase() + ".1"}), "malformed"),
-        (json!({}), "malformed"),
-        (json!({"cursor": 5}), "malformed"),
         (json!({"cursor": "0123456789ab.1"}), "unknown"),
         (json!({"cursor": format!("{id}.999")}), "unknown"),
     ];
@@ -41,6 +39,22 @@ fn bad_cursors_are_cursor_invalid_with_each_reason() {
         assert_eq!(e["error"], "cursor_invalid", "{args}");
         assert_eq!(e["reason"], reason, "{args}");
         assert!(e["hint"].as_str().unwrap().len() > 10);
+    }
+    // Arguments that do not match the schema are invalid_arguments, not a cursor fault.
+    for (args, argument) in [
+        (json!({}), "cursor"),
+        (json!({"cursor": 5}), "cursor"),
+        (
+            json!({"cursor": format!("{id}.1"), "max_tokens": "abc"}),
+            "max_tokens",
+        ),
+    ] {
+        let out = b
+            .answer_injected(&json!({"name": "read_more", "arguments": args}))
+            .unwrap();
+        let e = error_of(&out);
+        assert_eq!(e["error"], "invalid_arguments", "{args}");
+        assert_eq!(e["argument"], argument, "{args}");
     }
     let e = error_of(&b.answer_injected(&query("zz", ".")).unwrap());
     assert_eq!(e["reason"], "malformed");
@@ -186,7 +200,10 @@ fn jq_errors_are_is_error_results_with_the_message() {
     let out = b
         .answer_injected(&json!({"name": "query_response", "arguments": {"response_id": id}}))
         .unwrap();
-    assert_eq!(error_of(&out)["error"], "query_failed");
+    // A missing filter does not match the tool's inputSchema.
+    let e = error_of(&out);
+    assert_eq!(e["error"], "invalid_arguments");
+    assert_eq!(e["argument"], "query");
 }
 
 #[test]

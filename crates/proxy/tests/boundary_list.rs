@@ -42,10 +42,25 @@ fn injected_tools_are_listed_on_the_first_page_only() {
         qr["inputSchema"]["required"],
         json!(["response_id", "query"])
     );
-    // Upstream tools are untouched.
-    assert_eq!(first["tools"][0], upstream["tools"][0]);
+    // Upstream tools are untouched, save the note on directory_tree's description, which
+    // promises "2-space indentation".
+    let mut noted = upstream.clone();
+    for tool in noted["tools"].as_array_mut().unwrap() {
+        if tool["name"] == "directory_tree" {
+            let d = tool["description"].as_str().unwrap();
+            assert!(d.contains("formatted with 2-space indentation"), "{d}");
+            tool["description"] = json!(format!(
+                "{d} (mcp-budget: JSON output is compacted, without indentation.)"
+            ));
+        }
+    }
+    assert_ne!(noted, upstream);
+    assert_eq!(
+        first["tools"].as_array().unwrap()[..n_up],
+        noted["tools"].as_array().unwrap()[..]
+    );
     let later = b.shape_list_result(upstream.clone(), false);
-    assert_eq!(later, upstream);
+    assert_eq!(later, noted);
 }
 
 #[test]

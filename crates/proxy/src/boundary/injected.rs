@@ -8,19 +8,24 @@
 //!   is not JSON as a JSON string), or an array of its text items when it has several. The
 //!   output is shaped and paged by the same rules, under its own response id.
 //!
-//! `max_tokens` is clamped between [`mcp_budget_core::MIN_BUDGET_TOKENS`] and the budget the
-//! response was shaped with. Bad, unknown or expired cursors and ids give an `isError` result
-//! `{"error":"cursor_invalid","reason":…,"hint":…}`; a failing jq filter (syntax, runtime
-//! error, deadline, a worker that died or none free) gives an `isError` result
-//! `{"error":"query_failed","message":…,"hint":…}`. Both fit the budget in force (the
-//! request's `max_tokens`, clamped): a longer message is cut at a char boundary and ends with
-//! `… [cut: the message is N chars long]`.
+//! `max_tokens` (a positive integer) is clamped between [`mcp_budget_core::MIN_BUDGET_TOKENS`]
+//! and the budget the response was shaped with. Arguments that do not match the tool's
+//! `inputSchema` (a wrong type, `max_tokens` not a positive integer, a required argument
+//! missing; see [`super::args`]) give an `isError` result
+//! `{"error":"invalid_arguments","argument":…,"reason":…,"hint":…}`. Bad, unknown or expired
+//! cursors and ids give an `isError` result `{"error":"cursor_invalid","reason":…,"hint":…}`
+//! (for `unknown`, the hint says that cursors belong to the server whose result gave them);
+//! a failing jq filter (syntax, runtime error, deadline, a worker that died or none free)
+//! gives an `isError` result `{"error":"query_failed","message":…,"hint":…}`. All fit the
+//! budget in force (the request's `max_tokens`, clamped, when valid): a longer message is cut
+//! at a char boundary and ends with `… [cut: the message is N chars long]`.
 
 use mcp_budget_core::paginate::Document;
-use mcp_budget_core::wire::{CursorFault, CursorInvalid, Outcome, QueryFailed};
+use mcp_budget_core::wire::{CursorFault, CursorInvalid, InvalidArguments, Outcome, QueryFailed};
 use serde_json::{Value, json};
 
 use super::Boundary;
+use super::args::{self, ArgFault};
 use super::call::{self, EmitMode, Slot};
 use super::parts;
 use super::store::{check_id, parse_cursor};
@@ -44,6 +49,41 @@ pub(crate) fn free_name(name: &str, taken: &[&str]) -> String {
     n
 }
 
+/// The `inputSchema` of `read_more`. `max_tokens` takes any positive integer: below
+/// [`mcp_budget_core::MIN_BUDGET_TOKENS`] it counts as that, above the budget as the budget.
+pub(crate) fn read_more_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "cursor": {"type": "string", "description": "next_cursor from the last item of a shortened result, like \"3fa9c2e1b07d.1\""},
+            "max_tokens": max_tokens_schema()
+        },
+        "required": ["cursor"]
+    })
+}
+
+/// The `inputSchema` of `query_response` (`max_tokens` as in [`read_more_schema`]).
+pub(crate) fn query_response_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "response_id": {"type": "string", "description": "response_id from the last item of a shortened result"},
+            "query": {"type": "string", "description": "jq filter, e.g. '.items | map(.name)'"},
+            "max_tokens": max_tokens_schema()
+        },
+        "required": ["response_id", "query"]
+    })
+}
+
+fn max_tokens_schema() -> Value {
+    let min = mcp_budget_core::MIN_BUDGET_TOKENS;
+    json!({
+        "type": "integer",
+        "minimum": 1,
+        "description": format!("Page size in tokens (default and maximum: the proxy's budget; less than {min} counts as {min})")
+    })
+}
+
 /// The two tool definitions for `tools/list`.
 pub(crate) fn definitions(names: &ToolNames) -> [Value; 2] {
     let min = mcp_budget_core::MIN_BUDGET_TOKENS;
@@ -58,14 +98,7 @@ pub(crate) fn definitions(names: &ToolNames) -> [Value; 2] {
                  not called again); the last page has no next_cursor. Optional max_tokens \
                  ({min} up to the proxy's budget) sets the page size. To pick parts instead of \
                  reading everything, use {}.", names.query_response),
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "cursor": {"type": "string", "description": "next_cursor from the last item of a shortened result, like \"3fa9c2e1b07d.1\""},
-                    "max_tokens": {"type": "integer", "minimum": min, "description": "Page size in tokens (default and maximum: the proxy's budget)"}
-                },
-                "required": ["cursor"]
-            },
+            "inputSchema": read_more_schema(),
             "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
         }),
         json!({
@@ -79,15 +112,7 @@ pub(crate) fn definitions(names: &ToolNames) -> [Value; 2] {
                  JSON (a plain-text result is one JSON string: try 'split(\"\\n\") | .[100:120]'). \
                  Several outputs come back as an array. Long outputs are paged like any result \
                  (continue with {}). The original tool is not called again.", names.read_more),
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "response_id": {"type": "string", "description": "response_id from the last item of a shortened result"},
-                    "query": {"type": "string", "description": "jq filter, e.g. '.items | map(.name)'"},
-                    "max_tokens": {"type": "integer", "minimum": min, "description": "Page size in tokens (default and maximum: the proxy's budget)"}
-                },
-                "required": ["response_id", "query"]
-            },
+            "inputSchema": query_response_schema(),
             "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
         }),
     ]
@@ -103,26 +128,61 @@ pub(crate) struct Answer {
     pub(crate) tokens: u64,
 }
 
+/// The hint of a `cursor_invalid` result with reason `unknown`: besides a mistyped cursor,
+/// the usual cause is a cursor passed to the `read_more` of another server's proxy (each MCP
+/// server has its own proxy and cache; clients prefix tool names per server).
+fn unknown_hint(read_more: &str) -> String {
+    format!(
+        "No such response or page in this proxy's cache. Cursors and response ids belong to the \
+         server (proxy) whose result gave them, and clients prefix tool names per server \
+         (Claude Code: mcp__<server>__{read_more}): call the {read_more} of the server whose \
+         result carried the cursor, with the next_cursor or response_id exactly as given."
+    )
+}
+
 fn cursor_invalid(b: &Boundary, budget: usize, reason: CursorFault) -> Answer {
     let hint = match reason {
         CursorFault::Malformed => {
-            "A cursor looks like \"3fa9c2e1b07d.1\" and a response_id like \"3fa9c2e1b07d\": copy them from the last item of a shortened result."
+            "A cursor looks like \"3fa9c2e1b07d.1\" and a response_id like \"3fa9c2e1b07d\": copy them from the last item of a shortened result.".to_owned()
         }
-        CursorFault::Unknown => {
-            "No such response or page: use a next_cursor or response_id exactly as a shortened result gave it."
-        }
+        CursorFault::Unknown => unknown_hint(&b.names().read_more),
         CursorFault::Expired => {
-            "The cached response was dropped (unused for too long, or memory ran short): call the original tool again."
+            "The cached response was dropped (unused for too long, or memory ran short): call the original tool again.".to_owned()
         }
     };
     let text = serde_json::to_string(&CursorInvalid {
         error: "cursor_invalid".into(),
         reason,
-        hint: hint.into(),
+        hint,
     })
     .unwrap_or_default();
     // Fixed texts, far below the smallest budget; cut all the same should one ever grow.
     error_answer(b, fit_text(b, budget, &text))
+}
+
+/// The `invalid_arguments` result of an injected call whose arguments do not match the tool's
+/// `inputSchema`.
+fn invalid_arguments(
+    b: &Boundary,
+    budget: usize,
+    tool: &str,
+    schema: &Value,
+    fault: ArgFault,
+) -> Answer {
+    let hint = format!(
+        "Call {tool} again with arguments {{{}}} as a JSON object.",
+        args::synopsis(schema)
+    );
+    let text = fit_message(b, budget, &fault.reason, |reason| {
+        serde_json::to_string(&InvalidArguments {
+            error: "invalid_arguments".into(),
+            argument: fault.argument.clone(),
+            reason: reason.to_owned(),
+            hint: hint.clone(),
+        })
+        .unwrap_or_default()
+    });
+    error_answer(b, text)
 }
 
 fn query_failed(b: &Boundary, budget: usize, message: &str) -> Answer {
@@ -219,12 +279,16 @@ fn error_answer(b: &Boundary, text: String) -> Answer {
     }
 }
 
-/// `max_tokens` from the arguments, clamped to `[MIN_BUDGET_TOKENS, ceiling]`.
+/// `max_tokens` from the arguments, clamped to `[MIN_BUDGET_TOKENS, ceiling]`; `ceiling`
+/// when it is absent or not an integer (the arguments were checked before: see [`answer`]).
 fn budget_arg(args: &Value, ceiling: usize) -> usize {
     let asked = args.get("max_tokens").and_then(|v| {
-        v.as_u64()
-            .or_else(|| v.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
-            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+        v.as_u64().or_else(|| {
+            // Integral floats (`700.0`, `1e3`) are integers to JSON Schema; huge ones saturate.
+            v.as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+                .map(|f| f as u64)
+        })
     });
     let floor = mcp_budget_core::MIN_BUDGET_TOKENS;
     match asked {
@@ -235,18 +299,33 @@ fn budget_arg(args: &Value, ceiling: usize) -> usize {
     }
 }
 
-/// Answers `params` (of a `tools/call`) when it names an injected tool.
+/// Answers `params` (of a `tools/call`) when it names an injected tool. Arguments that do not
+/// match the tool's `inputSchema` ([`args::check`]) get an `invalid_arguments` result within
+/// the proxy's budget (or the request's `max_tokens`, when that one is valid).
 pub(crate) fn answer(b: &Boundary, params: &Value) -> Option<Answer> {
     let name = params.get("name")?.as_str()?;
     let names = b.names();
+    let schema = if name == names.read_more {
+        read_more_schema()
+    } else if name == names.query_response {
+        query_response_schema()
+    } else {
+        return None;
+    };
+    let given = params.get("arguments");
+    if let Err(fault) = args::check(&schema, given) {
+        let budget = match given {
+            Some(a) if fault.argument != "max_tokens" && a.is_object() => proxy_budget(b, a),
+            _ => budget_arg(&Value::Null, b.settings.global_rule().max_tokens),
+        };
+        return Some(invalid_arguments(b, budget, name, &schema, fault));
+    }
     let empty = json!({});
-    let args = params.get("arguments").unwrap_or(&empty);
+    let args = given.filter(|a| a.is_object()).unwrap_or(&empty);
     if name == names.read_more {
         Some(read_more(b, args, &names))
-    } else if name == names.query_response {
-        Some(query_response(b, args))
     } else {
-        None
+        Some(query_response(b, args))
     }
 }
 
@@ -383,6 +462,8 @@ mod tests {
         assert_eq!(budget_arg(&json!({"max_tokens": 10}), 5000), 256);
         assert_eq!(budget_arg(&json!({"max_tokens": 99999}), 5000), 5000);
         assert_eq!(budget_arg(&json!({"max_tokens": 700}), 5000), 700);
-        assert_eq!(budget_arg(&json!({"max_tokens": "700"}), 5000), 700);
+        assert_eq!(budget_arg(&json!({"max_tokens": 700.0}), 5000), 700);
+        assert_eq!(budget_arg(&json!({"max_tokens": 1e30}), 5000), 5000);
+        assert_eq!(budget_arg(&json!({"max_tokens": 1}), 5000), 256);
     }
 }

@@ -3,6 +3,9 @@
 //! - Remembers, per tool name, whether the tool declares an `outputSchema` (the
 //!   structuredContent rules of [`super::structured`] depend on it). A first page starts a
 //!   fresh listing; later pages add to it.
+//! - Appends [`COMPACT_NOTE`] (after one space) to a description that promises indented
+//!   JSON ([`promises_indentation`]): the proxy compacts the JSON of every tool's result (no
+//!   rule turns that off), so the promise no longer holds.
 //! - Appends the tool's `description_suffix` rule (after one space) to its description.
 //! - On the first page only (the request had no cursor), appends the injected tools
 //!   ([`super::injected::definitions`]). An injected tool whose name an upstream tool on that
@@ -17,6 +20,37 @@ use super::Boundary;
 use super::injected::{self, QUERY_RESPONSE, READ_MORE};
 use super::walk::ToolNames;
 
+/// The note appended to a description that promises indented JSON.
+pub(crate) const COMPACT_NOTE: &str =
+    "(mcp-budget: JSON output is compacted, without indentation.)";
+
+/// Phrases (matched in ASCII lower case) by which a description promises indented output:
+/// `pretty-printed`/`pretty printing`/`pretty JSON`, `2-space indentation`/`two space
+/// indent` (any `… space indent…`), `indented JSON`, `formatted with indentation`. The
+/// filesystem server's `directory_tree` says "The output is formatted with 2-space
+/// indentation for readability".
+const INDENT_PHRASES: [&str; 6] = [
+    "pretty-print",
+    "pretty print",
+    "pretty json",
+    "space indent",
+    "indented json",
+    "with indentation",
+];
+
+/// Whether `description` promises pretty-printed (indented) JSON, by [`INDENT_PHRASES`].
+pub(crate) fn promises_indentation(description: &str) -> bool {
+    let lower = description.to_ascii_lowercase();
+    INDENT_PHRASES.iter().any(|p| lower.contains(p))
+}
+
+/// `description` with [`COMPACT_NOTE`] appended when it promises indented JSON and does not
+/// carry the note yet (a proxy behind a proxy adds it once); `None` when it stays as it is.
+fn with_compact_note(description: &str) -> Option<String> {
+    (promises_indentation(description) && !description.contains(COMPACT_NOTE))
+        .then(|| format!("{description} {COMPACT_NOTE}"))
+}
+
 pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value {
     let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
         return result;
@@ -27,6 +61,13 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
             continue;
         };
         let has_schema = tool.get("outputSchema").is_some_and(Value::is_object);
+        let noted = tool
+            .get("description")
+            .and_then(Value::as_str)
+            .and_then(with_compact_note);
+        if let (Some(desc), Some(o)) = (noted, tool.as_object_mut()) {
+            o.insert("description".into(), Value::String(desc));
+        }
         if let Some(suffix) = b.settings.rule_for(&name).description_suffix {
             let desc = match tool.get("description").and_then(Value::as_str) {
                 Some(d) if !d.is_empty() => format!("{d} {suffix}"),
@@ -52,4 +93,34 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
         tools.extend(injected::definitions(&names));
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_promising_indentation_get_the_note_once() {
+        for d in [
+            "The output is formatted with 2-space indentation for readability.",
+            "Returns pretty-printed JSON.",
+            "Pretty printing of the tree",
+            "A tree as pretty JSON (2-space indent).",
+            "Two space indented output",
+            "Indented JSON of the record",
+            "JSON formatted with indentation",
+        ] {
+            let noted = with_compact_note(d).unwrap_or_else(|| panic!("no note for {d:?}"));
+            assert_eq!(noted, format!("{d} {COMPACT_NOTE}"));
+            assert_eq!(with_compact_note(&noted), None, "noted twice: {noted:?}");
+        }
+        for d in [
+            "Read a file.",
+            "Returns JSON.",
+            "Indentation-aware code search",
+            "",
+        ] {
+            assert_eq!(with_compact_note(d), None, "{d:?}");
+        }
+    }
 }

@@ -92,6 +92,7 @@
 //! assert!(page2.get("isError").is_none());
 //! ```
 
+mod args;
 mod blobs;
 mod call;
 pub mod injected;
