@@ -176,7 +176,6 @@ impl Plan {
     /// its text item (no extra tokens). `room`: when set and the value holds more than `room`
     /// tokens beyond its text item, its arrays are cut further ([`shrink_to`]) until all of
     /// its tokens fit `room` (a value cut below the page no longer twins the text item).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn for_page(
         &self,
         orig: &Value,
