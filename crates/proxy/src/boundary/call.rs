@@ -34,7 +34,7 @@ use serde_json::{Map, Value, json};
 use super::Boundary;
 use super::parts::{self, Carrier};
 use super::store::Entry;
-use super::structured::{self, Plan, Twin};
+use super::structured::{self, Orig, Plan, Twin};
 use super::walk::{self, ToolNames};
 use crate::config::Overflow;
 
@@ -258,10 +258,17 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
             Twin::Value { .. } if has_schema == Some(false) => planned = true,
             Twin::Value { item } => {
                 planned = true;
+                let orig = rounded(sc, rule.precision);
+                // The text item's document holds the same value unless a transform, a blob
+                // offload or rounding made them differ: then the plan keeps its own copy.
+                let orig = match docs.get(item) {
+                    Some(Document::Json(v)) if *v == orig => Orig::Doc(item),
+                    _ => Orig::Kept(Arc::new(orig)),
+                };
                 layout.push(Slot::Structured(Plan {
                     doc: Some(item),
                     own: false,
-                    orig: Arc::new(rounded(sc, rule.precision)),
+                    orig,
                     valid: true,
                     declared: has_schema == Some(true),
                 }));
@@ -276,7 +283,7 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
                 layout.push(Slot::Structured(Plan {
                     doc: Some(docs.len()),
                     own: true,
-                    orig: Arc::new(orig.clone()),
+                    orig: Orig::Doc(docs.len()),
                     valid: has_schema != Some(false),
                     declared: has_schema == Some(true),
                 }));
@@ -469,7 +476,7 @@ pub(crate) fn emit(
             shown: rendered,
             response_id: None,
             mode: EmitMode::Whole,
-            structured: plan.map(|p| Value::clone(&p.orig)),
+            structured: plan.and_then(|p| p.orig(&docs).cloned()),
             page_meta: None,
         };
     }
@@ -514,6 +521,16 @@ pub(crate) fn emit(
     });
     drop(seed);
     let n_docs = n_layout_docs;
+    // A structuredContent beside the envelope is reduced (read before the documents go into
+    // the cache).
+    let summary_sc = if overflow == Overflow::Summary {
+        plan.as_ref()
+            .filter(|p| p.valid)
+            .and_then(|p| p.orig(&docs))
+            .map(structured::minimal)
+    } else {
+        None
+    };
     // The same response shaped again (same id: same content, budget and precision) keeps
     // its cached entry, so cursors handed out for it earlier stay valid.
     let entry = match b.store.get(&id) {
@@ -532,10 +549,10 @@ pub(crate) fn emit(
     if overflow == Overflow::Summary {
         // A structuredContent beside the envelope is reduced, and counts in full (no text
         // item carries it); without a declared outputSchema it goes when it does not fit.
-        let mut sc = plan.filter(|p| p.valid).map(|p| {
-            let v = structured::minimal(&p.orig);
+        let declared = plan.as_ref().is_some_and(|p| p.declared);
+        let mut sc = summary_sc.map(|v| {
             let t = enc.count(&serde_json::to_string(&v).unwrap_or_default());
-            (v, t, p.declared)
+            (v, t, declared)
         });
         let sc_tokens = sc.as_ref().map_or(0, |(_, t, _)| *t);
         let (mut text, mut tokens) = envelope(b, &entry, budget.saturating_sub(sc_tokens), &names);
@@ -635,7 +652,8 @@ fn emit_envelope_only(
             .structured
             .as_ref()
             .filter(|p| p.valid)
-            .map(|p| structured::minimal(&p.orig)),
+            .zip(entry.docs())
+            .and_then(|(p, docs)| p.orig(&docs).map(structured::minimal)),
         page_meta: None,
     }
 }

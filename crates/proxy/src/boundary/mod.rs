@@ -100,6 +100,8 @@ mod list;
 mod parts;
 mod store;
 mod structured;
+#[cfg(test)]
+mod structured_cache_tests;
 mod walk;
 
 use std::collections::HashMap;

@@ -128,7 +128,15 @@ pub(crate) fn page_in_budget(
     names: &ToolNames,
     first: bool,
 ) -> Option<Sheet> {
-    let Some(plan) = &entry.structured else {
+    // The structuredContent's value, from the cached documents (a reload when the store let
+    // them go: `walk::page` reads them the same way).
+    let docs = entry.structured.as_ref().and_then(|_| entry.docs());
+    let planned = entry
+        .structured
+        .as_ref()
+        .zip(docs.as_deref())
+        .and_then(|(plan, docs)| Some((plan, plan.orig(docs)?)));
+    let Some((plan, orig)) = planned else {
         let page = walk::page(entry, k, budget, encoding, names)?;
         let tokens = page.tokens;
         return Some(Sheet {
@@ -145,7 +153,7 @@ pub(crate) fn page_in_budget(
     for attempt in 0..TRIES {
         let page = walk::page(entry, k, asked, encoding, names)?;
         let part = plan.doc.and_then(|d| part_of(&page.parts, d));
-        let sc = plan.for_page(part, first, true, None, encoding);
+        let sc = plan.for_page(orig, part, first, true, None, encoding);
         let tokens = page.tokens + sc.extra;
         if tokens <= budget {
             return Some(Sheet { page, sc, tokens });
@@ -153,12 +161,12 @@ pub(crate) fn page_in_budget(
         if asked <= floor || attempt + 1 == TRIES {
             // No smaller page: cut the value's arrays further, or give up the filling.
             let room = budget.saturating_sub(page.tokens);
-            let mut sc = plan.for_page(part, first, true, Some(room), encoding);
+            let mut sc = plan.for_page(orig, part, first, true, Some(room), encoding);
             if page.tokens + sc.extra > budget {
                 sc = if !plan.valid || (first && !plan.declared) {
                     // No schema known to ask for validity: the page value itself, a twin of
                     // its text item.
-                    plan.for_page(part, first, false, None, encoding)
+                    plan.for_page(orig, part, first, false, None, encoding)
                 } else if first {
                     // The tool declares an outputSchema: page 1 keeps a valid value.
                     sc
@@ -184,7 +192,7 @@ pub(crate) fn page_in_budget(
         asked = if attempt == 0 {
             // The filling is at most about the reduced value: leave room for it at once.
             let fill = encoding.count(
-                &serde_json::to_string(&super::structured::minimal(&plan.orig)).unwrap_or_default(),
+                &serde_json::to_string(&super::structured::minimal(orig)).unwrap_or_default(),
             );
             asked
                 .saturating_sub(excess + 4)

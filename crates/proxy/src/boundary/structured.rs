@@ -23,7 +23,7 @@
 //!   outputSchema rejects a result without structuredContent). Without an outputSchema, a
 //!   structuredContent of its own is paged as the page itself.
 
-use mcp_budget_core::paginate::{PathStep, Position};
+use mcp_budget_core::paginate::{Document, PathStep, Position};
 use mcp_budget_core::tokens::Encoding;
 use std::sync::Arc;
 
@@ -111,14 +111,29 @@ pub(crate) struct Plan {
     pub(crate) doc: Option<usize>,
     /// The document is the structuredContent itself (no text item carried it).
     pub(crate) own: bool,
-    /// The structuredContent, floats rounded like the text (shared: plans are cloned).
-    pub(crate) orig: Arc<Value>,
+    /// The structuredContent, floats rounded like the text: read from its document when that
+    /// holds the same value (no second copy), else kept ([`Plan::orig`]).
+    pub(crate) orig: Orig,
     /// Keep every page valid against an outputSchema ([`complete`]): the tool declares one
     /// or `tools/list` has not said. Otherwise a page's structuredContent is the page itself.
     pub(crate) valid: bool,
     /// The tool is known to declare an outputSchema: page 1 keeps a structuredContent even
     /// when nothing smaller than the budget is valid.
     pub(crate) declared: bool,
+}
+
+/// Where a [`Plan`] finds the structuredContent (floats rounded like the text).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Orig {
+    /// Document `n` of the response (its index before any merging into one array) holds the
+    /// very value: always for a structuredContent of its own, and for a value twin whose
+    /// rounded value equals its text item's document. No copy is kept: the value is read
+    /// from the cached documents, so it is counted, demoted and spilled with them.
+    Doc(usize),
+    /// A copy (shared: plans are cloned), when the document differs (a `transform`, an
+    /// offloaded blob, floats rounded): counted in the entry's resident bytes
+    /// ([`crate::boundary::store::Entry::with_parts`]).
+    Kept(Arc<Value>),
 }
 
 /// What a page carries as structuredContent.
@@ -132,7 +147,29 @@ pub(crate) struct ScPage {
 }
 
 impl Plan {
-    /// The structuredContent of a page. `part`: the body, start and root of the page's part
+    /// The structuredContent value, read from `docs`, the documents as cached (the one
+    /// merged array when [`Plan::doc`] is `None`) or as laid out. `None` when they do not hold
+    /// it (never expected).
+    pub(crate) fn orig<'a>(&'a self, docs: &'a [Document]) -> Option<&'a Value> {
+        let n = match &self.orig {
+            Orig::Kept(v) => return Some(v),
+            Orig::Doc(n) => *n,
+        };
+        let doc = if self.doc.is_some() {
+            docs.get(n)
+        } else {
+            match docs {
+                [Document::Json(Value::Array(all))] => return all.get(n),
+                _ => docs.get(n),
+            }
+        };
+        match doc {
+            Some(Document::Json(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The structuredContent of a page (`orig`: the value, [`Plan::orig`]). `part`: the body, start and root of the page's part
     /// of the carrying document, when the page has one; `first` when it is page 1 of the
     /// tool's own result (which must carry a valid value even without a part: [`minimal`]).
     /// `fill`: make it valid ([`complete`]); without it the page value itself, a twin of
@@ -141,6 +178,7 @@ impl Plan {
     /// its tokens fit `room` (a value cut below the page no longer twins the text item).
     pub(crate) fn for_page(
         &self,
+        orig: &Value,
         part: Option<(&str, &Position, &[PathStep])>,
         first: bool,
         fill: bool,
@@ -165,7 +203,7 @@ impl Plan {
                 let count = |value: &Value| {
                     encoding.count(&serde_json::to_string(value).unwrap_or_default())
                 };
-                let mut value = complete_at(&self.orig, root, &v, &steps, minimal);
+                let mut value = complete_at(orig, root, &v, &steps, minimal);
                 let mut extra = count(&value).saturating_sub(body_tokens);
                 if let Some(room) = room {
                     // No smaller page. Members filled in bare, then fewer elements than the
@@ -176,7 +214,7 @@ impl Plan {
                         if extra <= room {
                             break;
                         }
-                        value = complete_at(&self.orig, root, &v, &steps, filler);
+                        value = complete_at(orig, root, &v, &steps, filler);
                         shrink_to(&mut value, body_tokens + room, encoding);
                         extra = count(&value).saturating_sub(body_tokens);
                         if !carries_within(&value, &v) {
@@ -195,12 +233,12 @@ impl Plan {
                 extra: 0,
             },
             None if first && self.valid => {
-                let mut value = minimal(&self.orig);
+                let mut value = minimal(orig);
                 if let Some(room) = room {
                     shrink_to(&mut value, room, encoding);
                     let text = serde_json::to_string(&value).unwrap_or_default();
                     if encoding.count(&text) > room {
-                        value = bare(&self.orig);
+                        value = bare(orig);
                         shrink_to(&mut value, room, encoding);
                     }
                 }
@@ -532,21 +570,41 @@ mod tests {
         let plan = Plan {
             doc: Some(1),
             own: true,
-            orig: Arc::new(json!({"a": [1, 2, 3], "b": "x"})),
+            orig: Orig::Doc(1),
             valid: true,
             declared: true,
         };
+        let docs = [
+            Document::Text("t".into()),
+            Document::Json(json!({"a": [1, 2, 3], "b": "x"})),
+        ];
+        let orig = plan.orig(&docs).unwrap();
+        // Merged into one array (budgets near the floor): the same value, read from it.
+        let merged_plan = Plan {
+            doc: None,
+            ..plan.clone()
+        };
+        let merged = [Document::Json(json!(["t", {"a": [1, 2, 3], "b": "x"}]))];
+        assert_eq!(merged_plan.orig(&merged), Some(orig));
+        let kept = Plan {
+            orig: Orig::Kept(Arc::new(json!({"k": 1}))),
+            ..plan.clone()
+        };
+        assert_eq!(kept.orig(&[]), Some(&json!({"k": 1})));
         let enc = Encoding::Cl100kBase;
-        let sc = plan.for_page(None, true, true, None, &enc);
+        let sc = plan.for_page(orig, None, true, true, None, &enc);
         assert_eq!(sc.value, Some(json!({"a": [1, 2, 3], "b": "x"})));
         assert_eq!(sc.extra, enc.count(r#"{"a":[1,2,3],"b":"x"}"#));
-        assert_eq!(plan.for_page(None, false, true, None, &enc).value, None);
+        assert_eq!(
+            plan.for_page(orig, None, false, true, None, &enc).value,
+            None
+        );
         let start = Position::start();
         let part = Some(("{\"a\":[1]}", &start, &[][..]));
-        let filled = plan.for_page(part, false, true, None, &enc);
+        let filled = plan.for_page(orig, part, false, true, None, &enc);
         assert_eq!(filled.value, Some(json!({"a": [1], "b": "x"})));
         assert!(filled.extra > 0);
-        let raw = plan.for_page(part, false, false, None, &enc);
+        let raw = plan.for_page(orig, part, false, false, None, &enc);
         assert_eq!((raw.value, raw.extra), (Some(json!({"a": [1]})), 0));
     }
 }

@@ -29,7 +29,7 @@ use serde_json::Value;
 use super::PageBook;
 use super::spill::{SpillDir, SpillFile};
 use crate::boundary::parts::Carrier;
-use crate::boundary::structured::Plan;
+use crate::boundary::structured::{Orig, Plan};
 
 /// The deepest nesting of arrays and objects `serde_json::from_str` accepts (its recursion
 /// limit of 128 counts the container being opened).
@@ -85,19 +85,24 @@ struct Body {
     text: Option<Vec<String>>,
     text_bytes: usize,
     file: Option<SpillFile>,
+    /// Heap estimate of a structuredContent the plan keeps beside the documents
+    /// ([`crate::boundary::structured::Orig::Kept`]): resident while the entry lives.
+    plan_bytes: usize,
 }
 
 impl Body {
     fn resident(&self) -> usize {
-        (if self.tree.is_some() {
-            self.tree_bytes
-        } else {
-            0
-        }) + (if self.text.is_some() {
-            self.text_bytes
-        } else {
-            0
-        })
+        self.plan_bytes
+            + (if self.tree.is_some() {
+                self.tree_bytes
+            } else {
+                0
+            })
+            + (if self.text.is_some() {
+                self.text_bytes
+            } else {
+                0
+            })
     }
 }
 
@@ -180,8 +185,24 @@ impl Entry {
         self
     }
 
-    /// The entry with the carriers of its docs and its structuredContent plan.
+    /// The entry with the carriers of its docs and its structuredContent plan. A plan that
+    /// reads its value from the docs ([`Orig::Doc`]) adds nothing; one that keeps a copy
+    /// ([`Orig::Kept`]) adds that copy's heap estimate to the resident bytes, for as long as
+    /// the entry lives (demoting and spilling leave it).
     pub(crate) fn with_parts(mut self, carriers: Vec<Carrier>, structured: Option<Plan>) -> Entry {
+        let plan_bytes = match structured.as_ref().map(|p| &p.orig) {
+            // The Arc's allocation (two counters and the root node) and the nodes below.
+            Some(Orig::Kept(v)) => {
+                alloc_bytes(2 * std::mem::size_of::<usize>() + std::mem::size_of::<Value>())
+                    + value_heap_bytes(v)
+            }
+            _ => 0,
+        };
+        if let Ok(body) = self.body.get_mut() {
+            body.plan_bytes = plan_bytes;
+            let resident = body.resident();
+            *self.resident.get_mut() = resident;
+        }
         self.carriers = carriers;
         self.structured = structured;
         self
@@ -443,6 +464,17 @@ struct Scan {
 /// with glibc's per-allocation overhead ([`alloc_bytes`]).
 pub(crate) fn docs_heap_bytes(docs: &[Document]) -> usize {
     scan_docs(docs, 1).heap
+}
+
+/// An estimate of the heap bytes of one value held outside a document (its nodes only, see
+/// [`docs_heap_bytes`]).
+pub(crate) fn value_heap_bytes(v: &Value) -> usize {
+    let mut scan = Scan {
+        heap: 0,
+        reloadable: true,
+    };
+    scan_value(v, 1, &mut scan);
+    scan.heap
 }
 
 fn scan_docs(docs: &[Document], precision: u32) -> Scan {

@@ -377,6 +377,13 @@ impl Store {
         self.shared.disk_bound.store(bytes, Ordering::Relaxed);
     }
 
+    /// Pushes every entry's content out of memory (trees dropped, texts spilled), as a full
+    /// cache would.
+    #[cfg(test)]
+    pub(crate) fn push_out_all(&self) {
+        self.shared.make_room(None, usize::MAX);
+    }
+
     /// Bytes held in memory now.
     #[cfg(test)]
     pub(crate) fn resident(&self) -> usize {
