@@ -53,6 +53,9 @@ pub(crate) struct Entry {
     pub(crate) carriers: Vec<Carrier>,
     /// How structuredContent follows the pages, when it does.
     pub(crate) structured: Option<Plan>,
+    /// `Some(n)` when the response's `n` documents are paged as one JSON array (budgets near
+    /// the floor: [`super::walk::needs_one_document`]); said in `_meta["mcp-budget/page"]`.
+    pub(crate) array_of: Option<usize>,
     /// Start of every page computed so far, by page number, and the next page's number for
     /// each (page number, budget) already computed.
     pub(crate) book: Mutex<PageBook>,
@@ -88,6 +91,7 @@ impl Entry {
             rendered: Vec::new(),
             carriers: Vec::new(),
             structured: None,
+            array_of: None,
             book: Mutex::new(PageBook {
                 positions: vec![(0, Position::start())],
                 next_of: HashMap::new(),
@@ -105,6 +109,12 @@ impl Entry {
     pub(crate) fn with_parts(mut self, carriers: Vec<Carrier>, structured: Option<Plan>) -> Entry {
         self.carriers = carriers;
         self.structured = structured;
+        self
+    }
+
+    /// The entry whose one document is the JSON array of the response's `n` documents.
+    pub(crate) fn with_array_of(mut self, n: Option<usize>) -> Entry {
+        self.array_of = n;
         self
     }
 

@@ -152,7 +152,7 @@ impl Plan {
             extra: 0,
         };
         let page = part.and_then(|(body, start, root)| {
-            mcp_budget_core::dialect::parse(body.as_bytes())
+            mcp_budget_core::dialect::parse_unbounded(body.as_bytes())
                 .ok()
                 .map(|p| p.value)
                 .filter(|v| matches!(v, Value::Object(_) | Value::Array(_)))

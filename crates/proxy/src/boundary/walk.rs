@@ -69,8 +69,15 @@ pub(crate) struct SeqPage {
 pub(crate) const PAGE_META_KEY: &str = "mcp-budget/page";
 
 /// The value of `result._meta["mcp-budget/page"]` for page `k` (0 = page 1) of response `id`:
-/// `{"response_id","page","location","next_cursor" (absent on the last page),"total_tokens"}`.
-pub(crate) fn page_meta(id: &str, k: usize, page: &SeqPage, total_tokens: u64) -> Value {
+/// `{"response_id","page","location","next_cursor" (absent on the last page),"total_tokens",
+/// "array_of" (only when the response's N documents are paged as one JSON array: N)}`.
+///
+/// `location` is the page's full location: for a response of one document, that document's
+/// (the grammar of `mcp_budget_core::paginate`); for several, `text I/N` for each document
+/// the page carries, joined by `, `, the last followed by a space and its inner location when
+/// the page holds only a piece of it (`text 1/3, text 2/3 $[0:40]`; parsed by
+/// `mcp_budget_core::paginate::split_location`, which never looks inside the inner location).
+pub(crate) fn page_meta(id: &str, k: usize, page: &SeqPage, entry: &Entry) -> Value {
     let mut m = Map::new();
     m.insert("response_id".into(), Value::String(id.to_owned()));
     m.insert("page".into(), Value::from(k as u64));
@@ -78,7 +85,10 @@ pub(crate) fn page_meta(id: &str, k: usize, page: &SeqPage, total_tokens: u64) -
     if let Some(c) = &page.next_cursor {
         m.insert("next_cursor".into(), Value::String(c.clone()));
     }
-    m.insert("total_tokens".into(), Value::from(total_tokens));
+    m.insert("total_tokens".into(), Value::from(entry.total_tokens));
+    if let Some(n) = entry.array_of {
+        m.insert("array_of".into(), Value::from(n as u64));
+    }
     Value::Object(m)
 }
 
