@@ -44,14 +44,9 @@ fn long(pattern: &str, n: usize) -> String {
     pattern.chars().cycle().take(n).collect()
 }
 
-/// Object keys: mostly short; a few long (past a page); rarely up to 20,000 chars. `§`
-/// becomes a lone surrogate escape in text items.
+/// Short object keys. `§` becomes a lone surrogate escape in text items.
 fn key() -> impl Strategy<Value = String> {
-    prop_oneof![
-        40 => "[a-z_§]{1,8}",
-        2 => ("[a-z é🚀,'§]{1,8}", 65usize..2_000).prop_map(|(p, n)| long(&p, n)),
-        1 => ("[a-z é🚀,'§]{1,8}", 2_000usize..20_001).prop_map(|(p, n)| long(&p, n)),
-    ]
+    "[a-z_§]{1,8}"
 }
 
 fn leaf() -> impl Strategy<Value = Value> {
@@ -63,27 +58,43 @@ fn leaf() -> impl Strategy<Value = Value> {
         10 => "[a-zA-Z0-9 _./§-]{0,40}".prop_map(Value::String),
         2 => prop::sample::select(vec![Literal::NaN, Literal::Infinity, Literal::NegInfinity])
             .prop_map(|l| Value::Number(l.number())),
-        1 => ("[a-z é🚀\"\\\\\n§]{1,12}", 65usize..3_000).prop_map(|(p, n)| Value::String(long(&p, n))),
-        1 => ("[1-9]", "[0-9]{1,9}", 65usize..5_001, any::<bool>()).prop_map(|(a, p, n, neg)| {
-            let digits = format!("{}{a}{}", if neg { "-" } else { "" }, long(&p, n - 1));
-            Value::Number(digits.parse().unwrap())
-        }),
+        1 => "[a-z é🚀\"\\\\\n§]{65,200}".prop_map(Value::String),
     ]
 }
 
-/// Random JSON: small trees mostly; sometimes a long array; rarely nested 100–200 levels.
+/// Small random JSON trees (the common case).
 fn json_value() -> impl Strategy<Value = Value> {
-    let tree = leaf().prop_recursive(3, 48, 10, |inner| {
+    leaf().prop_recursive(3, 48, 10, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..10).prop_map(Value::Array),
             prop::collection::btree_map(key(), inner, 0..6)
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
-    });
-    prop_oneof![
-        30 => tree.clone(),
-        2 => prop::collection::vec(leaf(), 100..1_500).prop_map(Value::Array),
-        1 => (tree, 100usize..=200, any::<bool>()).prop_map(|(v, depth, objects)| {
+    })
+}
+
+/// One extreme unit inside a small tree: a key of 65–20,000 chars, a number of 65–5,000
+/// digits, a string of up to 20,000 chars, nesting of 100–200 levels, or an array of
+/// 100–1,500 scalars. A case holds at most one (see [`extreme_part`]), so that few cases are
+/// slow.
+fn extreme() -> impl Strategy<Value = Value> {
+    let pattern = "[a-z é🚀,'§]{1,8}";
+    let unit = prop_oneof![
+        (pattern, 65usize..20_001, json_value()).prop_map(|(p, n, v)| {
+            let mut m = Map::new();
+            m.insert(long(&p, n), v);
+            m.insert(
+                "other".into(),
+                Value::Array((0..50).map(Value::from).collect()),
+            );
+            Value::Object(m)
+        }),
+        ("[1-9]", "[0-9]{1,9}", 65usize..5_001, any::<bool>()).prop_map(|(a, p, n, neg)| {
+            let digits = format!("{}{a}{}", if neg { "-" } else { "" }, long(&p, n - 1));
+            Value::Number(digits.parse().unwrap())
+        }),
+        ("[a-z é🚀\"\\\\\n§]{1,12}", 65usize..20_000).prop_map(|(p, n)| Value::String(long(&p, n))),
+        (json_value(), 100usize..=200, any::<bool>()).prop_map(|(v, depth, objects)| {
             (0..depth).fold(v, |v, i| {
                 if objects && i % 2 == 0 {
                     let mut m = Map::new();
@@ -94,7 +105,16 @@ fn json_value() -> impl Strategy<Value = Value> {
                 }
             })
         }),
-    ]
+        prop::collection::vec(leaf(), 100..1_500).prop_map(Value::Array),
+    ];
+    // Built by hand: `json!` re-reads interpolated values strictly and refuses `NaN`.
+    (unit, json_value()).prop_map(|(u, v)| {
+        let mut m = Map::new();
+        m.insert("x".into(), v);
+        m.insert("big".into(), u);
+        m.insert("after".into(), Value::Array(vec![1.into(), 2.into()]));
+        Value::Object(m)
+    })
 }
 
 fn json_object() -> impl Strategy<Value = Value> {
@@ -106,7 +126,7 @@ fn json_object() -> impl Strategy<Value = Value> {
 fn plain_text() -> impl Strategy<Value = String> {
     prop_oneof![
         20 => prop::collection::vec("[a-z é東\t{}\"§]{1,120}(\r\n|\n)?", 1..60).prop_map(|v| v.concat()),
-        1 => ("[a-z é東\t{}\"§]{1,12}", 1_000usize..20_000).prop_map(|(p, n)| long(&p, n)),
+        1 => ("[a-z é東\t{}\"§]{1,12}", 1_000usize..5_000).prop_map(|(p, n)| long(&p, n)),
     ]
 }
 
@@ -184,6 +204,15 @@ fn part() -> impl Strategy<Value = Part> {
         2 => json_value().prop_map(Part::JsonResource),
         1 => Just(Part::Link),
         1 => Just(Part::Image),
+    ]
+}
+
+/// Rarely (1 case in 20) one more part holding an [`extreme`] value: a JSON text item, a
+/// JSON resource, or the structuredContent of its own (replacing the drawn one).
+fn extreme_part() -> impl Strategy<Value = Option<(Value, u8, bool)>> {
+    prop_oneof![
+        19 => Just(None),
+        1 => (extreme(), 0u8..3, any::<bool>()).prop_map(Some),
     ]
 }
 
@@ -359,7 +388,23 @@ fn check(parts: &[Part], sc: &Sc, budget: usize, declared: bool) -> Result<(), S
                 "exception {n}: page 1 at budget {budget}: {seen} tokens with structuredContent"
             );
         } else if seen > budget {
-            return Err(format!("page {} has {seen} tokens > {budget}", pages.len()));
+            let counts: Vec<(usize, usize, usize)> = bodies(last, false)
+                .iter()
+                .map(|b| {
+                    (
+                        b.len(),
+                        tiktoken(b),
+                        mcp_budget_core::tokens::Encoding::Cl100kBase.count(b),
+                    )
+                })
+                .collect();
+            return Err(format!(
+                "page {} has {seen} tokens > {budget}: items (bytes, tiktoken, proxy) {counts:?}; _meta {}; has sc {}; {}",
+                pages.len(),
+                last["_meta"],
+                last.get("structuredContent").is_some(),
+                last.to_string().chars().take(400).collect::<String>()
+            ));
         }
         let Some(c) = meta(last).and_then(|m| m["next_cursor"].as_str().map(str::to_owned)) else {
             break;
@@ -469,8 +514,23 @@ proptest! {
         sc in sc(),
         budget in 256usize..=3000,
         declared in any::<bool>(),
+        extra in extreme_part(),
     ) {
-        let checked = check(&parts, &sc, budget, declared);
+        let (mut parts, mut sc) = (parts, sc);
+        match extra {
+            Some((v, 0, pretty)) => parts.push(Part::JsonText(v, pretty)),
+            Some((v, 1, _)) => parts.push(Part::JsonResource(v)),
+            Some((v, _, _)) => sc = Sc::Own(v),
+            None => {}
+        }
+        // On a thread with a big stack: a debug build walks 200-level values in deep frames
+        // (the default 2 MiB test thread overflowed on a 200-level structuredContent).
+        let checked = std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(move || check(&parts, &sc, budget, declared))
+            .unwrap()
+            .join()
+            .unwrap();
         prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
     }
 }
@@ -491,4 +551,29 @@ fn a_long_key_in_a_declared_structured_content_meets_only_the_documented_excepti
     assert!(EXCEPTIONS.load(Ordering::Relaxed) > before);
     // Undeclared: no exception, every page within the budget.
     assert_eq!(check(&[], &Sc::Own(Value::Object(m)), 256, false), Ok(()));
+}
+
+/// Found by the property: a structuredContent of its own nested 200 levels deep. Its pieces
+/// are valid JSON deeper than serde_json's default limit of 128; they are read back without
+/// that limit (`dialect::parse_unbounded`) and the document comes back from the wire.
+#[test]
+fn a_200_level_structured_content_comes_back_from_the_wire() {
+    let deep = (0..200).fold(Value::from("🚀 §".repeat(40)), |v, i| {
+        let mut m = Map::new();
+        m.insert(format!("k{i}"), Value::Array(vec![Value::from(i), v]));
+        Value::Object(m)
+    });
+    let run = move || {
+        let a = check(&[], &Sc::Own(deep.clone()), 300, false);
+        let b = check(&[], &Sc::Own(deep), 1000, true);
+        (a, b)
+    };
+    let (a, b) = std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(run)
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(a, Ok(()));
+    assert_eq!(b, Ok(()));
 }
