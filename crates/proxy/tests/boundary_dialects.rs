@@ -86,10 +86,8 @@ proptest! {
         // As Python writes it: each `§` a lone surrogate escape.
         let text = text.replace('§', "\\udcff");
         let first = b.shape_call_result("t", result_of(text.clone()), 0);
-        prop_assert_eq!(
-            serde_json::to_string(&first["_meta"]).unwrap(),
-            r#"{"score":NaN}"#
-        );
+        // The server's `_meta` member is kept as it came (a paged result adds its own).
+        prop_assert_eq!(serde_json::to_string(&first["_meta"]["score"]).unwrap(), "NaN");
         // `follow` checks the budget of every page.
         let pages = follow(&b, first, budget);
         let expected = as_read(&value);

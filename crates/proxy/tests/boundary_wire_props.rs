@@ -577,3 +577,21 @@ fn a_200_level_structured_content_comes_back_from_the_wire() {
     assert_eq!(a, Ok(()));
     assert_eq!(b, Ok(()));
 }
+
+/// Found by the property: a declared structuredContent holding a 5,000-digit number, cut
+/// across pages. A page shows a number piece as a string; the structuredContent beside it
+/// keeps the number's type (filled in whole), so it stays valid against the outputSchema.
+#[test]
+fn a_cut_number_in_a_declared_structured_content_keeps_its_type() {
+    let digits = format!("-{}", "3395237".repeat(700));
+    let mut m = Map::new();
+    m.insert("a".into(), Value::from(7));
+    m.insert("big".into(), Value::Number(digits.parse().unwrap()));
+    m.insert("after".into(), Value::Array(vec![1.into(), 2.into()]));
+    for budget in [300, 737, 2000] {
+        assert_eq!(
+            check(&[], &Sc::Own(Value::Object(m.clone())), budget, true),
+            Ok(())
+        );
+    }
+}

@@ -334,7 +334,8 @@ const SHORT_BYTES: usize = 64;
 /// of `orig`'s members in order (those the page shows, completed the same way, the others
 /// [`minimal`]), arrays hold the elements the page shows (each completed against the
 /// element of `orig` it is: on the start path offset by the start's index), and strings and
-/// other scalars are what the page shows (a piece of a long string stays a piece). Types and
+/// other scalars are what the page shows (a piece of a long string stays a piece; a piece of
+/// a long number, which a page shows as a string, is filled in as the number). Types and
 /// required members hold, so a value valid against a schema that constrains types, required
 /// members and additional properties stays valid (not `minItems`, string patterns or lengths).
 pub(crate) fn complete(
@@ -378,6 +379,9 @@ pub(crate) fn complete(
             )
         }
         (Value::Object(_) | Value::Array(_), _) => fill(orig),
+        // A piece of a number cut across pages shows as a string of its digits: the value
+        // keeps the number's type (filled in whole), so the schema still holds.
+        (Value::Number(_), p) if !p.is_number() => fill(orig),
         _ => page.clone(),
     }
 }
