@@ -9,6 +9,14 @@
 //! pages reassemble with `mcp_budget_core::paginate::reassemble`). When the budget is too
 //! small for that (see [`needs_one_document`]), the caller pages the items as one JSON array.
 //!
+//! Location of a page (its meta item's `shown`, and in full in `_meta["mcp-budget/page"]`,
+//! [`page_meta`]): with several items, `text I/N` for each item on the page, joined by `, `;
+//! only the last can be a piece of its item, and then it is followed by a space and the
+//! item's own location (`text 1/3, text 2/3 $[0:40]`). A reader splits left to right
+//! (`mcp_budget_core::paginate::split_location`), never inside that inner location, so keys
+//! or texts holding `, ` or `text 2/3` cannot make it ambiguous. When the items are paged as
+//! one JSON array, `_meta` says `"array_of": N`.
+//!
 //! Budget: the token counts of the page's text items plus the meta item's never exceed the
 //! budget (each item is counted on its own, exactly as it goes out).
 
