@@ -18,9 +18,12 @@ def _as_results(pages):
     out = []
     for p in pages:
         content = [{"type": "text", "text": p["body"]}]
+        result = {"content": content}
         if p["meta"]:
             content.append({"type": "text", "text": p["meta"]})
-        out.append({"content": content})
+            # The recorded `shown` stands for the `_meta` location (the reader merges by that).
+            result["_meta"] = {"mcp-budget/page": {"location": json.loads(p["meta"])["shown"]}}
+        out.append(result)
     return out
 
 
