@@ -166,7 +166,13 @@ impl Plan {
                     encoding.count(&serde_json::to_string(value).unwrap_or_default())
                 };
                 let mut value = complete_at(&self.orig, root, &v, &steps, minimal);
-                let mut extra = count(&value).saturating_sub(body_tokens);
+                // A value that does not hold the page (a cut number filled in whole) twins no
+                // text item: all of its tokens count.
+                let mut extra = if carries_within(&value, &v) {
+                    count(&value).saturating_sub(body_tokens)
+                } else {
+                    count(&value)
+                };
                 if let Some(room) = room {
                     // No smaller page. Members filled in bare, then fewer elements than the
                     // text item shows: while it still holds the page's structure it twins the
