@@ -376,6 +376,97 @@ def _location(result: dict) -> str | None:
         return pm.get("location")
     meta = meta_of(result)
     return meta.get("shown") if meta else None
+def split_location(location: str) -> list[tuple[int, int, str | None]]:
+    """The parts of a page's full location, one per document-carrying content item of the page:
+    `(document index (0-based), number of documents, inner location or None when whole)`.
+
+    Grammar (`mcp_budget_core::paginate::split_location`, kept in step):
+    `single := INNER` (one document: no `text` prefix; `$` is the whole document) or
+    `multi := "text I/N" (", text I/N")* [" " INNER]`. Only the last part can be a piece of
+    its document, so INNER is everything after the space following the last `text I/N`; the
+    split never looks inside INNER (keys holding ", " or "text 2/3" cannot mislead it)."""
+    if not location.startswith("text "):
+        return [(0, 1, None if location == "$" else location)]
+    parts = []
+    rest = location[len("text ") :]
+    while True:
+        m = re.match(r"([0-9]+)/([0-9]+)", rest)
+        if not m:
+            raise ValueError(f"not a location: {location!r}")
+        i, n = int(m.group(1)), int(m.group(2))
+        if not 1 <= i <= n:
+            raise ValueError(f"not a location: {location!r}")
+        rest = rest[m.end() :]
+        if rest.startswith(", text "):
+            parts.append((i - 1, n, None))
+            rest = rest[len(", text ") :]
+            continue
+        if rest.startswith(" "):
+            parts.append((i - 1, n, rest[1:]))
+        elif rest:
+            raise ValueError(f"not a location: {location!r}")
+        else:
+            parts.append((i - 1, n, None))
+        return parts
+
+
+def document_bodies(result: dict) -> list[str]:
+    """The bodies of a result's document-carrying content items, in order: its text items (but
+    the meta item, the last, when the result is paged) and its embedded resources' texts."""
+    items = list(result.get("content", []))
+    if page_meta(result) is not None and items:
+        items = items[:-1]
+    out = []
+    for c in items:
+        if c.get("type") == "text":
+            out.append(c["text"])
+        elif c.get("type") == "resource" and isinstance(c.get("resource", {}).get("text"), str):
+            out.append(c["resource"]["text"])
+    return out
+
+
+def reassemble_documents(pages: list[dict]) -> list[Any]:
+    """Every document of a response from the wire alone (`_meta["mcp-budget/page"]` and the
+    pages' content items), as `mcp_budget_core::paginate::reassemble_documents_from_wire` does:
+    a document shown whole comes back as its body (a str; parse it when JSON), a text document
+    as its pieces joined (byte-exact), a JSON document as the merge of its pieces (a value).
+    When `_meta` says `array_of: N`, the one document is the JSON array of the N documents."""
+    first = page_meta(pages[0])
+    if first is None:
+        if len(pages) != 1:
+            raise ValueError("a page without _meta")
+        return document_bodies(pages[0])
+    pieces: list[list[tuple[str, str | None]]] = []
+    total = None
+    for p in pages:
+        pm = page_meta(p)
+        if pm is None:
+            raise ValueError("a page without _meta")
+        parts = split_location(pm["location"])
+        bodies = document_bodies(p)
+        if len(parts) != len(bodies):
+            raise ValueError(f"{len(bodies)} items for location {pm['location']!r}")
+        for (doc, n, inner), body in zip(parts, bodies):
+            if total is None:
+                total = n
+            if n != total:
+                raise ValueError("pages disagree on the number of documents")
+            while len(pieces) < n:
+                pieces.append([])
+            pieces[doc].append((body, inner))
+    out: list[Any] = []
+    for doc in pieces:
+        if not doc:
+            raise ValueError("a document that no page shows")
+        if len(doc) == 1 and doc[0][1] is None:
+            out.append(doc[0][0])
+        elif any(inner is None for _, inner in doc):
+            raise ValueError("a document both whole and in pieces")
+        elif doc[0][1].startswith("$"):
+            out.append(reassemble_json([(json.loads(body), inner) for body, inner in doc]))
+        else:
+            out.append("".join(body for body, _ in doc))
+    return out
 
 
 def rounded(v: Any, digits: int = PRECISION) -> Any:

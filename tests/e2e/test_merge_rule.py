@@ -18,9 +18,12 @@ def _as_results(pages):
     out = []
     for p in pages:
         content = [{"type": "text", "text": p["body"]}]
+        result = {"content": content}
         if p["meta"]:
             content.append({"type": "text", "text": p["meta"]})
-        out.append({"content": content})
+            # The recorded `shown` stands for the `_meta` location (the reader merges by that).
+            result["_meta"] = {"mcp-budget/page": {"location": json.loads(p["meta"])["shown"]}}
+        out.append(result)
     return out
 
 
@@ -64,3 +67,41 @@ def test_page_one_rooted_below_the_document_is_wrapped_back():
         for body, shown in pages
     ]
     assert reassemble(results) == doc
+
+
+def test_several_part_locations_split_left_to_right():
+    from harness import split_location
+
+    loc = "text 1/3, text 2/3 $['a, text 2/3 $'][0:4] to $['x, text 3/3'][1]"
+    assert split_location(loc) == [(0, 3, None), (1, 3, "$['a, text 2/3 $'][0:4] to $['x, text 3/3'][1]")]
+    assert split_location("lines 1-3 of 9") == [(0, 1, "lines 1-3 of 9")]
+    assert split_location("$") == [(0, 1, None)]
+    with pytest.raises(ValueError):
+        split_location("text 4/3")
+
+
+def test_several_documents_come_back_from_the_wire():
+    from harness import reassemble_documents
+
+    def page(location, *items):
+        meta = {"type": "text", "text": '{"truncated":true}'}
+        return {"content": [*items, meta], "_meta": {"mcp-budget/page": {"location": location}}}
+
+    def text(t):
+        return {"type": "text", "text": t}
+
+    def res(t):
+        return {"type": "resource", "resource": {"uri": "file:///x", "text": t}}
+
+    pages = [
+        page("text 1/3, text 2/3 $[0:2]", text("hello, text 2/3"), {"type": "image"}, res('[1,{"a, text 3/3":NaN}]')),
+        page("text 2/3 $[2:3]", res("[3]")),
+        page("text 3/3 lines 1-1 of 2", text("a\n")),
+        page("text 3/3 lines 2-2 of 2", text("b")),
+    ]
+    docs = reassemble_documents(pages)
+    assert docs[0] == "hello, text 2/3"
+    assert json.dumps(docs[1]) == json.dumps([1, {"a, text 3/3": float("nan")}, 3])
+    assert docs[2] == "a\nb"
+    with pytest.raises(ValueError):
+        reassemble_documents(pages[:1])

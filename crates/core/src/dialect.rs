@@ -107,7 +107,35 @@ pub fn is_literal(n: &Number) -> bool {
 /// when something was repaired, else the strict one): nesting deeper than 128 levels, a
 /// trailing comma, a comment, a single-quoted string, anything cut short.
 pub fn parse(text: &[u8]) -> Result<Parsed, serde_json::Error> {
-    let strict = match serde_json::from_slice::<Value>(text) {
+    parse_with(text, true)
+}
+
+/// [`parse`] without `serde_json`'s recursion limit of 128: for pages of a document that
+/// was a value already (a structuredContent may nest deeper than any text the proxy reads
+/// as JSON), which a client reads back as JSON whatever their depth.
+///
+/// # Errors
+///
+/// As [`parse`], but never for nesting.
+pub fn parse_unbounded(text: &[u8]) -> Result<Parsed, serde_json::Error> {
+    parse_with(text, false)
+}
+
+/// `serde_json::from_slice`, with or without its recursion limit.
+fn from_slice(text: &[u8], limit: bool) -> Result<Value, serde_json::Error> {
+    if limit {
+        return serde_json::from_slice(text);
+    }
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_slice(text);
+    de.disable_recursion_limit();
+    let v = Value::deserialize(&mut de)?;
+    de.end()?;
+    Ok(v)
+}
+
+fn parse_with(text: &[u8], limit: bool) -> Result<Parsed, serde_json::Error> {
+    let strict = match from_slice(text, limit) {
         Ok(value) => {
             return Ok(Parsed {
                 value,
@@ -129,7 +157,7 @@ pub fn parse(text: &[u8]) -> Result<Parsed, serde_json::Error> {
         return Err(strict);
     }
     if literals.is_empty() {
-        return serde_json::from_slice(&repaired).map(|value| Parsed {
+        return from_slice(&repaired, limit).map(|value| Parsed {
             value,
             surrogates,
             literals: 0,
@@ -147,7 +175,7 @@ pub fn parse(text: &[u8]) -> Result<Parsed, serde_json::Error> {
         from = at + literal.spelling().len();
     }
     with_stand_ins.extend_from_slice(&repaired[from..]);
-    let mut value: Value = serde_json::from_slice(&with_stand_ins)?;
+    let mut value: Value = from_slice(&with_stand_ins, limit)?;
     restore(&mut value, &stand_ins);
     Ok(Parsed {
         value,

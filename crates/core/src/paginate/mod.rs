@@ -130,7 +130,9 @@ mod text;
 mod window;
 
 pub use path::{PathStep, ShownStep, parse_shown};
-pub use reassemble::{reassemble, reassemble_from_wire};
+pub use reassemble::{
+    LocationPart, reassemble, reassemble_documents_from_wire, reassemble_from_wire, split_location,
+};
 
 /// What gets paged: a JSON value, or a text that is not JSON.
 #[derive(Debug, Clone, PartialEq)]

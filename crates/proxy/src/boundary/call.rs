@@ -538,7 +538,8 @@ pub(crate) fn emit(
         Err(_) => {
             let entry = Entry::new(id, docs, doc_tokens, budget, precision, bytes)
                 .with_rendered(rendered)
-                .with_parts(carriers, plan.clone());
+                .with_parts(carriers, plan.clone())
+                .with_array_of(merged.then_some(n_docs));
             let entry = Arc::new(entry);
             b.store.insert(Arc::clone(&entry));
             entry
@@ -620,7 +621,7 @@ pub(crate) fn emit(
     }
     let bytes = page.parts.iter().map(|p| p.body.len()).sum::<usize>() + page.meta.len();
     items.push(json!({"type":"text","text":page.meta}));
-    let page_meta = walk::page_meta(&id, &page, entry.total_tokens);
+    let page_meta = walk::page_meta(&id, &page, &entry);
     Emitted {
         items,
         shown,

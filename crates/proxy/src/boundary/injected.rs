@@ -355,7 +355,7 @@ fn read_more(b: &Boundary, args: &Value, names: &ToolNames) -> Answer {
     let page = sheet.page;
     let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
     let bytes = page.meta.len() + page.parts.iter().map(|p| p.body.len()).sum::<usize>();
-    let page_meta = walk::page_meta(&entry.id, &page, entry.total_tokens);
+    let page_meta = walk::page_meta(&entry.id, &page, &entry);
     content.extend(parts::page_items(&entry, page.parts));
     content.push(json!({"type":"text","text":page.meta}));
     let mut result = serde_json::Map::new();

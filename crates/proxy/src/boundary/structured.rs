@@ -190,7 +190,7 @@ impl Plan {
             extra: 0,
         };
         let page = part.and_then(|(body, start, root)| {
-            mcp_budget_core::dialect::parse(body.as_bytes())
+            mcp_budget_core::dialect::parse_unbounded(body.as_bytes())
                 .ok()
                 .map(|p| p.value)
                 .filter(|v| matches!(v, Value::Object(_) | Value::Array(_)))
@@ -204,7 +204,13 @@ impl Plan {
                     encoding.count(&serde_json::to_string(value).unwrap_or_default())
                 };
                 let mut value = complete_at(orig, root, &v, &steps, minimal);
-                let mut extra = count(&value).saturating_sub(body_tokens);
+                // A value that does not hold the page (a cut number filled in whole) twins no
+                // text item: all of its tokens count.
+                let mut extra = if carries_within(&value, &v) {
+                    count(&value).saturating_sub(body_tokens)
+                } else {
+                    count(&value)
+                };
                 if let Some(room) = room {
                     // No smaller page. Members filled in bare, then fewer elements than the
                     // text item shows: while it still holds the page's structure it twins the
@@ -372,7 +378,8 @@ const SHORT_BYTES: usize = 64;
 /// of `orig`'s members in order (those the page shows, completed the same way, the others
 /// [`minimal`]), arrays hold the elements the page shows (each completed against the
 /// element of `orig` it is: on the start path offset by the start's index), and strings and
-/// other scalars are what the page shows (a piece of a long string stays a piece). Types and
+/// other scalars are what the page shows (a piece of a long string stays a piece; a piece of
+/// a long number, which a page shows as a string, is filled in as the number). Types and
 /// required members hold, so a value valid against a schema that constrains types, required
 /// members and additional properties stays valid (not `minItems`, string patterns or lengths).
 pub(crate) fn complete(
@@ -416,6 +423,9 @@ pub(crate) fn complete(
             )
         }
         (Value::Object(_) | Value::Array(_), _) => fill(orig),
+        // A piece of a number cut across pages shows as a string of its digits: the value
+        // keeps the number's type (filled in whole), so the schema still holds.
+        (Value::Number(_), p) if !p.is_number() => fill(orig),
         _ => page.clone(),
     }
 }

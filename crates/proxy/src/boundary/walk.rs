@@ -9,6 +9,14 @@
 //! pages reassemble with `mcp_budget_core::paginate::reassemble`). When the budget is too
 //! small for that (see [`needs_one_document`]), the caller pages the items as one JSON array.
 //!
+//! Location of a page (its meta item's `shown`, and in full in `_meta["mcp-budget/page"]`,
+//! [`page_meta`]): with several items, `text I/N` for each item on the page, joined by `, `;
+//! only the last can be a piece of its item, and then it is followed by a space and the
+//! item's own location (`text 1/3, text 2/3 $[0:40]`). A reader splits left to right
+//! (`mcp_budget_core::paginate::split_location`), never inside that inner location, so keys
+//! or texts holding `, ` or `text 2/3` cannot make it ambiguous. When the items are paged as
+//! one JSON array, `_meta` says `"array_of": N`.
+//!
 //! Budget: the token counts of the page's text items plus the meta item's never exceed the
 //! budget (each item is counted on its own, exactly as it goes out).
 
@@ -72,8 +80,15 @@ pub(crate) const PAGE_META_KEY: &str = "mcp-budget/page";
 
 /// The value of `result._meta["mcp-budget/page"]` for `page` of response `id`:
 /// `{"response_id","page" (0 = page 1: the page's ordinal, not its cursor's number),"location",
-/// "next_cursor" (absent on the last page),"total_tokens"}`.
-pub(crate) fn page_meta(id: &str, page: &SeqPage, total_tokens: u64) -> Value {
+/// "next_cursor" (absent on the last page),"total_tokens","array_of" (only when the response's
+/// N documents are paged as one JSON array: N)}`.
+///
+/// `location` is the page's full location: for a response of one document, that document's
+/// (the grammar of `mcp_budget_core::paginate`); for several, `text I/N` for each document
+/// the page carries, joined by `, `, the last followed by a space and its inner location when
+/// the page holds only a piece of it (`text 1/3, text 2/3 $[0:40]`; parsed by
+/// `mcp_budget_core::paginate::split_location`, which never looks inside the inner location).
+pub(crate) fn page_meta(id: &str, page: &SeqPage, entry: &Entry) -> Value {
     let mut m = Map::new();
     m.insert("response_id".into(), Value::String(id.to_owned()));
     m.insert("page".into(), Value::from(page.ordinal as u64));
@@ -81,7 +96,10 @@ pub(crate) fn page_meta(id: &str, page: &SeqPage, total_tokens: u64) -> Value {
     if let Some(c) = &page.next_cursor {
         m.insert("next_cursor".into(), Value::String(c.clone()));
     }
-    m.insert("total_tokens".into(), Value::from(total_tokens));
+    m.insert("total_tokens".into(), Value::from(entry.total_tokens));
+    if let Some(n) = entry.array_of {
+        m.insert("array_of".into(), Value::from(n as u64));
+    }
     Value::Object(m)
 }
 

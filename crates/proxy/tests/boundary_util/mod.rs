@@ -122,7 +122,10 @@ pub fn model_visible(result: &Value, banner: bool, count: &dyn Fn(&str) -> usize
     let carried = texts
         .iter()
         .filter_map(|t| {
-            let v: Value = serde_json::from_str(t).ok()?;
+            // Read in the dialect of the page (`NaN`, `Infinity` kept as they came; any depth).
+            let v = mcp_budget_core::dialect::parse_unbounded(t.as_bytes())
+                .ok()?
+                .value;
             carries_within(sc, &v).then(|| sc_tokens.saturating_sub(count(t)))
         })
         .min();

@@ -59,6 +59,10 @@ pub(crate) struct Entry {
     pub(crate) carriers: Vec<Carrier>,
     /// How structuredContent follows the pages, when it does.
     pub(crate) structured: Option<Plan>,
+    /// `Some(n)` when the response's `n` documents are paged as one JSON array (budgets near
+    /// the floor: [`crate::boundary::walk::needs_one_document`]); said in
+    /// `_meta["mcp-budget/page"]`.
+    pub(crate) array_of: Option<usize>,
     /// Start of every page computed so far, by page number, and the next page's number for
     /// each (page number, budget) already computed.
     pub(crate) book: Mutex<PageBook>,
@@ -159,6 +163,7 @@ impl Entry {
             fingerprint: None,
             carriers: Vec::new(),
             structured: None,
+            array_of: None,
             book: Mutex::new(PageBook {
                 positions: vec![(0, Position::start())],
                 next_of: std::collections::HashMap::new(),
@@ -182,6 +187,12 @@ impl Entry {
     /// docs (floats rounded), for [`Entry::holds`]. The texts themselves are not kept.
     pub(crate) fn with_rendered(mut self, rendered: Vec<String>) -> Entry {
         self.fingerprint = Some(fingerprint(&rendered));
+        self
+    }
+
+    /// The entry whose one document is the JSON array of the response's `n` documents.
+    pub(crate) fn with_array_of(mut self, n: Option<usize>) -> Entry {
+        self.array_of = n;
         self
     }
 
