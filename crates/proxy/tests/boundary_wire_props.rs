@@ -19,10 +19,13 @@ use mcp_budget_core::dialect::{self, Literal};
 use mcp_budget_core::paginate::{Document, reassemble_documents_from_wire, split_location};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
-/// How many cases met the documented exception of page 1 (run with `--nocapture` to see).
-static EXCEPTIONS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// How many cases checked on this thread met the documented exception of page 1 (each
+    /// is also said on stderr: run with `--nocapture` to see).
+    static EXCEPTIONS: Cell<usize> = const { Cell::new(0) };
+}
 
 /// Cases per property: `PROPTEST_CASES` (default 256).
 fn cases() -> u32 {
@@ -152,9 +155,10 @@ fn python_text(v: &Value, pretty: bool) -> String {
     text.replace('§', "\\udcff")
 }
 
-/// A schema `v` satisfies whose required members are its short scalar members. (The proxy
-/// fills in every member of the original object, reduced, not only the required ones: a
-/// page 1 over the budget by its structuredContent alone is the documented exception.)
+/// A schema `v` satisfies whose required members are its short scalar members (keys of at
+/// most 16 bytes). The proxy fills in only the required members a page does not show: a
+/// page 1 over the budget by its structuredContent is the documented exception, when those
+/// alone (bare) cannot fit beside the smallest page.
 fn schema_of(v: &Value) -> Value {
     match v {
         Value::Null => json!({"type": "null"}),
@@ -383,10 +387,8 @@ fn check(parts: &[Part], sc: &Sc, budget: usize, declared: bool) -> Result<(), S
                     "page 1 has {rest} tokens > {budget} without its structuredContent"
                 ));
             }
-            let n = EXCEPTIONS.fetch_add(1, Ordering::Relaxed) + 1;
-            eprintln!(
-                "exception {n}: page 1 at budget {budget}: {seen} tokens with structuredContent"
-            );
+            EXCEPTIONS.set(EXCEPTIONS.get() + 1);
+            eprintln!("exception: page 1 at budget {budget}: {seen} tokens with structuredContent");
         } else if seen > budget {
             let counts: Vec<(usize, usize, usize)> = bodies(last, false)
                 .iter()
@@ -416,7 +418,10 @@ fn check(parts: &[Part], sc: &Sc, budget: usize, declared: bool) -> Result<(), S
         pages.push(next);
     }
     let validator = match (declared, &schema) {
-        (true, Some(s)) => Some(jsonschema::validator_for(s).map_err(|e| e.to_string())?),
+        // Draft 7 (the schema uses only its keywords): compiling a validator for a schema
+        // nested 200 levels under the 2020-12 meta-schema took ~16 GB in jsonschema 0.33 (its
+        // `$dynamicRef` meta-validation), which is what made this test blow up.
+        (true, Some(s)) => Some(jsonschema::draft7::new(s).map_err(|e| e.to_string())?),
         _ => None,
     };
     for (i, p) in pages.iter().enumerate() {
@@ -509,7 +514,6 @@ proptest! {
     })]
 
     #[test]
-    #[ignore = "a structuredContent nested 100-200 levels makes the boundary allocate ~16 GB (see a_200_level_structured_content_comes_back_from_the_wire); run with --ignored once that is fixed"]
     fn every_page_fits_every_json_piece_parses_and_every_document_comes_back_from_the_wire(
         parts in prop::collection::vec(part(), 0..4),
         sc in sc(),
@@ -537,19 +541,20 @@ proptest! {
 }
 
 /// Found by the property: a structuredContent of its own whose only member has a 400-char key
-/// and a tool that declares an outputSchema, at 256: page 1 cuts the key, and the valid value
-/// beside it holds the whole key (the exception); its content items still fit, and the
-/// document comes back from the wire.
+/// and a tool that declares an outputSchema, at 256: page 1 cuts the key. The member is not
+/// required (its key is long), so the valid value beside the page leaves it out: every page
+/// fits (it was the exception while every member was filled in), and the document comes back
+/// from the wire.
 #[test]
-fn a_long_key_in_a_declared_structured_content_meets_only_the_documented_exception() {
+fn a_long_key_in_a_declared_structured_content_meets_no_exception() {
     let mut m = Map::new();
     m.insert("§".repeat(400), Value::String("🚀".repeat(65)));
-    let before = EXCEPTIONS.load(Ordering::Relaxed);
+    let before = EXCEPTIONS.get();
     assert_eq!(
         check(&[], &Sc::Own(Value::Object(m.clone())), 256, true),
         Ok(())
     );
-    assert!(EXCEPTIONS.load(Ordering::Relaxed) > before);
+    assert_eq!(EXCEPTIONS.get(), before);
     // Undeclared: no exception, every page within the budget.
     assert_eq!(check(&[], &Sc::Own(Value::Object(m)), 256, false), Ok(()));
 }
@@ -558,7 +563,6 @@ fn a_long_key_in_a_declared_structured_content_meets_only_the_documented_excepti
 /// are valid JSON deeper than serde_json's default limit of 128; they are read back without
 /// that limit (`dialect::parse_unbounded`) and the document comes back from the wire.
 #[test]
-#[ignore = "known bug: completing the pages of a 200-level structuredContent allocates ~16 GB (max RSS measured) and takes ~30 s; fix before un-ignoring"]
 fn a_200_level_structured_content_comes_back_from_the_wire() {
     let deep = (0..200).fold(Value::from("🚀 §".repeat(40)), |v, i| {
         let mut m = Map::new();

@@ -189,18 +189,9 @@ impl JsonPaging<'_> {
             (0..=max_root).map(|k| s[..k].to_vec()).collect()
         };
         // The shallowest root whose skeleton takes at most a quarter of the body budget.
-        let mut first_root = 0;
-        let mut shells = Vec::new();
-        for (k, r) in roots.iter().enumerate() {
-            let shell = self.shell_tokens(r, s);
-            shells.push(shell);
-            first_root = k;
-            if shell <= body_budget / 4 {
-                break;
-            }
-        }
+        let (first_root, shells) = self.first_root(&roots, s, body_budget / 4);
         for (k, r) in roots.iter().enumerate().skip(first_root) {
-            let shell = match shells.get(k) {
+            let shell = match shells.get(&k) {
                 Some(&t) => t,
                 None => self.shell_tokens(r, s),
             };
@@ -272,6 +263,48 @@ impl JsonPaging<'_> {
             root: path::path_steps(self.doc, r),
             oversized,
         }
+    }
+
+    /// The index in `roots` (prefixes of `s`, shallowest first) of the shallowest root whose
+    /// skeleton takes at most `quarter` tokens, or of the last root when none does; with the
+    /// skeleton tokens it counted, by root index.
+    ///
+    /// A deeper root's skeleton is part of a shallower one's, so the counts fall (up to BPE's
+    /// non-additivity) as roots deepen: a binary search finds the root with `O(log depth)`
+    /// counts of `O(depth)` text each. (Trying the roots one by one costs `O(depth²)` per page,
+    /// `O(depth³)` over a document nested hundreds of levels deep.) The root found always has a
+    /// skeleton within `quarter` unless the last one does not, and the root above it (if any)
+    /// does not.
+    fn first_root(
+        &self,
+        roots: &[Vec<usize>],
+        s: &[usize],
+        quarter: usize,
+    ) -> (usize, std::collections::HashMap<usize, usize>) {
+        let mut shells = std::collections::HashMap::new();
+        let mut shell = |k: usize| {
+            *shells
+                .entry(k)
+                .or_insert_with(|| roots.get(k).map_or(0, |r| self.shell_tokens(r, s)))
+        };
+        let last = roots.len().saturating_sub(1);
+        if shell(0) <= quarter || last == 0 {
+            return (0, shells);
+        }
+        if shell(last) > quarter {
+            return (last, shells);
+        }
+        // shell(lo) > quarter >= shell(hi).
+        let (mut lo, mut hi) = (0, last);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if shell(mid) > quarter {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        (hi, shells)
     }
 
     /// Tokens of the skeleton alone of a page rooted at `r` that starts at `s`.

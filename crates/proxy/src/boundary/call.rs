@@ -271,6 +271,7 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
                     orig,
                     valid: true,
                     declared: has_schema == Some(true),
+                    schema: b.output_schema(tool),
                 }));
             }
             Twin::None if matches!(sc, Value::Object(_) | Value::Array(_)) => {
@@ -286,6 +287,7 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
                     orig: Orig::Doc(docs.len()),
                     valid: has_schema != Some(false),
                     declared: has_schema == Some(true),
+                    schema: b.output_schema(tool),
                 }));
                 docs.push(Document::Json(orig));
             }
@@ -526,8 +528,7 @@ pub(crate) fn emit(
     let summary_sc = if overflow == Overflow::Summary {
         plan.as_ref()
             .filter(|p| p.valid)
-            .and_then(|p| p.orig(&docs))
-            .map(structured::minimal)
+            .and_then(|p| Some(p.reduced(p.orig(&docs)?)))
     } else {
         None
     };
@@ -654,7 +655,7 @@ fn emit_envelope_only(
             .as_ref()
             .filter(|p| p.valid)
             .zip(entry.docs())
-            .and_then(|(p, docs)| p.orig(&docs).map(structured::minimal)),
+            .and_then(|(p, docs)| p.orig(&docs).map(|v| p.reduced(v))),
         page_meta: None,
     }
 }

@@ -15,6 +15,7 @@
 //! A result without a `tools` array is returned unchanged.
 
 use serde_json::Value;
+use std::sync::Arc;
 
 use super::Boundary;
 use super::injected::{self, QUERY_RESPONSE, READ_MORE};
@@ -55,12 +56,15 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
     let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
         return result;
     };
-    let mut seen: Vec<(String, bool)> = Vec::with_capacity(tools.len());
+    let mut seen: Vec<(String, Option<Arc<Value>>)> = Vec::with_capacity(tools.len());
     for tool in tools.iter_mut() {
         let Some(name) = tool.get("name").and_then(Value::as_str).map(str::to_owned) else {
             continue;
         };
-        let has_schema = tool.get("outputSchema").is_some_and(Value::is_object);
+        let schema = tool
+            .get("outputSchema")
+            .filter(|s| s.is_object())
+            .map(|s| Arc::new(s.clone()));
         let noted = tool
             .get("description")
             .and_then(Value::as_str)
@@ -77,7 +81,7 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
                 o.insert("description".into(), Value::String(desc));
             }
         }
-        seen.push((name, has_schema));
+        seen.push((name, schema));
     }
     let names = if first_page {
         let taken: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();

@@ -97,6 +97,7 @@ mod blobs;
 mod call;
 pub mod injected;
 mod list;
+mod need;
 mod parts;
 mod store;
 mod structured;
@@ -105,7 +106,7 @@ mod structured_cache_tests;
 mod walk;
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use mcp_budget_core::tokens::Encoding;
@@ -121,8 +122,8 @@ use walk::ToolNames;
 /// What `tools/list` told about the upstream tools.
 #[derive(Debug, Default)]
 struct ToolState {
-    /// Tool name → whether it declares an outputSchema.
-    schemas: HashMap<String, bool>,
+    /// Tool name → its outputSchema (`None`: it declares none).
+    schemas: HashMap<String, Option<Arc<Value>>>,
     /// Names of the injected tools (prefixed on a clash).
     names: ToolNames,
 }
@@ -298,10 +299,23 @@ impl Boundary {
         self.tools
             .read()
             .ok()
-            .and_then(|s| s.schemas.get(tool).copied())
+            .and_then(|s| s.schemas.get(tool).map(Option::is_some))
     }
 
-    fn remember_tools(&self, seen: Vec<(String, bool)>, names: Option<ToolNames>, fresh: bool) {
+    /// The outputSchema `tool` declares, when `tools/list` has shown one.
+    fn output_schema(&self, tool: &str) -> Option<Arc<Value>> {
+        self.tools
+            .read()
+            .ok()
+            .and_then(|s| s.schemas.get(tool).cloned().flatten())
+    }
+
+    fn remember_tools(
+        &self,
+        seen: Vec<(String, Option<Arc<Value>>)>,
+        names: Option<ToolNames>,
+        fresh: bool,
+    ) {
         if let Ok(mut s) = self.tools.write() {
             if fresh {
                 s.schemas.clear();

@@ -29,6 +29,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::need::Need;
+
 /// How structuredContent relates to the text items.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Twin {
@@ -120,6 +122,9 @@ pub(crate) struct Plan {
     /// The tool is known to declare an outputSchema: page 1 keeps a structuredContent even
     /// when nothing smaller than the budget is valid.
     pub(crate) declared: bool,
+    /// The declared outputSchema (from `tools/list`): a page's value is filled with only the
+    /// members it requires ([`Need`]). `None` (not declared, or not seen): every member.
+    pub(crate) schema: Option<Arc<Value>>,
 }
 
 /// Where a [`Plan`] finds the structuredContent (floats rounded like the text).
@@ -144,6 +149,19 @@ pub(crate) struct ScPage {
     /// Its model-visible tokens beyond the text item that carries it (all of its tokens when
     /// no text item on the page carries it).
     pub(crate) extra: usize,
+    /// The value holds the page's structure ([`carries_within`]): it twins the page's text
+    /// item, and only its tokens beyond that count. `false` when it counts in full (or there
+    /// is none): its size then hardly depends on the page beside it.
+    pub(crate) carried: bool,
+}
+
+impl ScPage {
+    /// No structuredContent.
+    pub(crate) const NONE: ScPage = ScPage {
+        value: None,
+        extra: 0,
+        carried: false,
+    };
 }
 
 impl Plan {
@@ -169,13 +187,25 @@ impl Plan {
         }
     }
 
-    /// The structuredContent of a page (`orig`: the value, [`Plan::orig`]). `part`: the body, start and root of the page's part
-    /// of the carrying document, when the page has one; `first` when it is page 1 of the
-    /// tool's own result (which must carry a valid value even without a part: [`minimal`]).
-    /// `fill`: make it valid ([`complete`]); without it the page value itself, a twin of
-    /// its text item (no extra tokens). `room`: when set and the value holds more than `room`
-    /// tokens beyond its text item, its arrays are cut further ([`shrink_to`]) until all of
-    /// its tokens fit `room` (a value cut below the page no longer twins the text item).
+    /// What the outputSchema requires of the value ([`Need::All`] without a declared one).
+    pub(crate) fn need(&self) -> Need<'_> {
+        Need::of(self.schema.as_deref())
+    }
+
+    /// `orig` reduced ([`minimal`]) to what the outputSchema requires: the structuredContent
+    /// of a page that shows none of it, and of the elision envelope.
+    pub(crate) fn reduced(&self, orig: &Value) -> Value {
+        minimal(orig, &self.need())
+    }
+
+    /// The structuredContent of a page (`orig`: the value, [`Plan::orig`]). `part`: the body,
+    /// start and root of the page's part of the carrying document, when the page has one;
+    /// `first` when it is page 1 of the tool's own result (which must carry a valid value even
+    /// without a part: [`minimal`]). `fill`: make it valid ([`complete`], with the members
+    /// the outputSchema requires); without it the page value itself, a twin of its text item
+    /// (no extra tokens). `room`: when set and the value holds more than `room` tokens beyond
+    /// its text item, its arrays are cut further ([`shrink_to`]) until all of its tokens fit
+    /// `room` (a value cut below the page no longer twins the text item).
     pub(crate) fn for_page(
         &self,
         orig: &Value,
@@ -185,10 +215,7 @@ impl Plan {
         room: Option<usize>,
         encoding: &Encoding,
     ) -> ScPage {
-        let none = ScPage {
-            value: None,
-            extra: 0,
-        };
+        let need = self.need();
         let page = part.and_then(|(body, start, root)| {
             mcp_budget_core::dialect::parse_unbounded(body.as_bytes())
                 .ok()
@@ -196,17 +223,17 @@ impl Plan {
                 .filter(|v| matches!(v, Value::Object(_) | Value::Array(_)))
                 .map(|v| (body, v, start, root))
         });
+        let count =
+            |value: &Value| encoding.count(&serde_json::to_string(value).unwrap_or_default());
         match page {
             Some((body, v, start, root)) if fill && self.valid => {
                 let steps = position_steps(start);
                 let body_tokens = encoding.count(body);
-                let count = |value: &Value| {
-                    encoding.count(&serde_json::to_string(value).unwrap_or_default())
-                };
-                let mut value = complete_at(orig, root, &v, &steps, minimal);
+                let mut value = complete_at(orig, root, &v, &steps, minimal, &need);
                 // A value that does not hold the page (a cut number filled in whole) twins no
                 // text item: all of its tokens count.
-                let mut extra = if carries_within(&value, &v) {
+                let mut carried = carries_within(&value, &v);
+                let mut extra = if carried {
                     count(&value).saturating_sub(body_tokens)
                 } else {
                     count(&value)
@@ -216,14 +243,15 @@ impl Plan {
                     // text item shows: while it still holds the page's structure it twins the
                     // text item (counting once, at the larger of the two); cut below that,
                     // all of its tokens count.
-                    for filler in [minimal as fn(&Value) -> Value, bare] {
+                    for filler in [minimal as Filler, bare] {
                         if extra <= room {
                             break;
                         }
-                        value = complete_at(orig, root, &v, &steps, filler);
+                        value = complete_at(orig, root, &v, &steps, filler, &need);
                         shrink_to(&mut value, body_tokens + room, encoding);
                         extra = count(&value).saturating_sub(body_tokens);
-                        if !carries_within(&value, &v) {
+                        carried = carries_within(&value, &v);
+                        if !carried {
                             shrink_to(&mut value, room, encoding);
                             extra = count(&value);
                         }
@@ -232,49 +260,75 @@ impl Plan {
                 ScPage {
                     value: Some(value),
                     extra,
+                    carried,
                 }
             }
             Some((_, v, _, _)) => ScPage {
                 value: Some(v),
                 extra: 0,
+                carried: true,
             },
             None if first && self.valid => {
-                let mut value = minimal(orig);
-                if let Some(room) = room {
+                let mut value = minimal(orig, &need);
+                if let Some(room) = room
+                    && !shrink_to(&mut value, room, encoding)
+                {
+                    value = bare(orig, &need);
                     shrink_to(&mut value, room, encoding);
-                    let text = serde_json::to_string(&value).unwrap_or_default();
-                    if encoding.count(&text) > room {
-                        value = bare(orig);
-                        shrink_to(&mut value, room, encoding);
-                    }
                 }
-                let extra = encoding.count(&serde_json::to_string(&value).unwrap_or_default());
                 ScPage {
+                    extra: count(&value),
                     value: Some(value),
-                    extra,
+                    carried: false,
                 }
             }
-            None => none,
+            None => ScPage::NONE,
         }
     }
 }
 
 /// Cuts elements off the end of `value`'s arrays (the last non-empty array in document
-/// order first) until its compact JSON is at most `max_tokens`; types and required members
-/// stay. Returns whether it got there.
+/// order first, deepest first) until its compact JSON is at most `max_tokens`: the fewest
+/// such cuts; types and required members stay. Returns whether it got there.
+///
+/// Work is `O(size · log cuts)`: the cuts are made in doubling batches, each one pass over the
+/// value ([`pop_many`]), and the fewest cuts that fit are then found by bisection, each probe
+/// one copy, one serialization and one count (one cut and one count at a time costs
+/// `O(size · cuts)`, quadratic on a value nested hundreds of levels deep).
 pub(crate) fn shrink_to(value: &mut Value, max_tokens: usize, encoding: &Encoding) -> bool {
-    /// Most cuts tried (each costs a count of a page-sized text).
-    const CUTS: usize = 256;
-    for _ in 0..CUTS {
-        let text = serde_json::to_string(value).unwrap_or_default();
-        if encoding.count(&text) <= max_tokens {
+    let fits = |v: &Value| {
+        let text = serde_json::to_string(v).unwrap_or_default();
+        encoding.count_till_limit(&text, max_tokens).is_some()
+    };
+    if fits(value) {
+        return true;
+    }
+    let mut batch = 1usize;
+    loop {
+        let before = value.clone();
+        let cut = pop_many(value, batch);
+        if fits(value) {
+            // `before` does not fit, `before` less `cut` elements does: bisect.
+            let (mut lo, mut hi) = (0, cut);
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                let mut v = before.clone();
+                pop_many(&mut v, mid);
+                if fits(&v) {
+                    hi = mid;
+                    *value = v;
+                } else {
+                    lo = mid;
+                }
+            }
             return true;
         }
-        if !pop_last(value) {
+        if cut < batch {
+            // Every array is empty.
             return false;
         }
+        batch = batch.saturating_mul(2);
     }
-    false
 }
 
 /// Whether `sc`, or a value inside it, holds `page`'s structure: every member the page shows,
@@ -303,21 +357,35 @@ pub(crate) fn carries_within(sc: &Value, page: &Value) -> bool {
         }
 }
 
-/// Removes the last element of the last non-empty array in `v` (document order, deepest
-/// first); `false` when every array is empty.
-fn pop_last(v: &mut Value) -> bool {
+/// Removes up to `k` elements from `v`, one at a time, each the last element of the last
+/// non-empty array in document order (deepest first: an element is removed once nothing in it
+/// can be), in one pass; returns how many it removed (fewer than `k` when every array is
+/// then empty).
+fn pop_many(v: &mut Value, k: usize) -> usize {
+    let mut done = 0;
     match v {
         Value::Array(a) => {
-            if let Some(last) = a.last_mut()
-                && pop_last(last)
-            {
-                return true;
+            while done < k {
+                let Some(last) = a.last_mut() else { break };
+                done += pop_many(last, k - done);
+                if done < k {
+                    // Nothing left to remove inside it: the element goes.
+                    a.pop();
+                    done += 1;
+                }
             }
-            a.pop().is_some()
         }
-        Value::Object(o) => o.values_mut().rev().any(pop_last),
-        _ => false,
+        Value::Object(o) => {
+            for c in o.values_mut().rev() {
+                if done == k {
+                    break;
+                }
+                done += pop_many(c, k - done);
+            }
+        }
+        _ => {}
     }
+    done
 }
 
 /// The steps of a JSON position (member index in key order, element index, last a byte
@@ -334,38 +402,52 @@ pub(crate) fn position_steps(p: &Position) -> Vec<usize> {
     }
 }
 
+/// How members a page does not show are filled in: [`minimal`] or [`bare`].
+pub(crate) type Filler = fn(&Value, &Need<'_>) -> Value;
+
 /// [`complete`] of a page whose body is the sub-tree at `root`: the ancestors on `root` are
-/// filled from `orig` ([`minimal`] members beside the path, arrays holding only the element
-/// on the path). `steps`: the page's start from `$` ([`position_steps`]).
+/// filled from `orig` (the members beside the path that `need` requires, filled by `fill`;
+/// arrays holding only the element on the path). `steps`: the page's start from `$`
+/// ([`position_steps`]).
 pub(crate) fn complete_at(
     orig: &Value,
     root: &[PathStep],
     page: &Value,
     steps: &[usize],
-    fill: fn(&Value) -> Value,
+    fill: Filler,
+    need: &Need<'_>,
 ) -> Value {
     let Some((step, below)) = root.split_first() else {
-        return complete(orig, page, steps, fill);
+        return complete(orig, page, steps, fill, need);
     };
     let steps = steps.get(1..).unwrap_or(&[]);
     match (orig, step) {
         (Value::Object(o), PathStep::Key(k)) => Value::Object(
             o.iter()
-                .map(|(kk, v)| {
+                .filter_map(|(kk, v)| {
                     let v = if kk == k {
-                        complete_at(v, below, page, steps, fill)
+                        complete_at(v, below, page, steps, fill, &need.member(kk))
+                    } else if need.requires(kk) {
+                        fill(v, &need.member(kk))
                     } else {
-                        fill(v)
+                        return None;
                     };
-                    (kk.clone(), v)
+                    Some((kk.clone(), v))
                 })
                 .collect(),
         ),
         (Value::Array(a), PathStep::Index(i)) => match a.get(*i) {
-            Some(v) => Value::Array(vec![complete_at(v, below, page, steps, fill)]),
-            None => fill(orig),
+            Some(v) => Value::Array(vec![complete_at(
+                v,
+                below,
+                page,
+                steps,
+                fill,
+                &need.element(*i),
+            )]),
+            None => fill(orig, need),
         },
-        _ => fill(orig),
+        _ => fill(orig, need),
     }
 }
 
@@ -374,36 +456,39 @@ pub(crate) fn complete_at(
 const SHORT_BYTES: usize = 64;
 
 /// A page of `orig` (its body `page` rooted at `orig`'s root, starting at `steps`, see
-/// [`position_steps`]) made into a value of the same shape as `orig`: every object keeps all
-/// of `orig`'s members in order (those the page shows, completed the same way, the others
-/// [`minimal`]), arrays hold the elements the page shows (each completed against the
-/// element of `orig` it is: on the start path offset by the start's index), and strings and
-/// other scalars are what the page shows (a piece of a long string stays a piece; a piece of
-/// a long number, which a page shows as a string, is filled in as the number). Types and
-/// required members hold, so a value valid against a schema that constrains types, required
-/// members and additional properties stays valid (not `minItems`, string patterns or lengths).
+/// [`position_steps`]) made into a value of the same shape as `orig`: every object keeps, in
+/// order, the members of `orig` the page shows (completed the same way) and those `need`
+/// requires that it does not show (filled by `fill`); arrays hold the elements the page shows
+/// (each completed against the element of `orig` it is: on the start path offset by the
+/// start's index), and strings and other scalars are what the page shows (a piece of a long
+/// string stays a piece; a piece of a long number, which a page shows as a string, is filled
+/// in as the number). Types and required members hold, so a value valid against a schema that
+/// constrains types, required members and additional properties stays valid (not
+/// `minItems`, tuples, string patterns or lengths).
 pub(crate) fn complete(
     orig: &Value,
     page: &Value,
     steps: &[usize],
-    fill: fn(&Value) -> Value,
+    fill: Filler,
+    need: &Need<'_>,
 ) -> Value {
     match (orig, page) {
         (Value::Object(o), Value::Object(p)) => Value::Object(
             o.iter()
                 .enumerate()
-                .map(|(idx, (k, v))| {
+                .filter_map(|(idx, (k, v))| {
                     let v = match p.get(k) {
                         Some(pv) => {
                             let rest = match steps.split_first() {
                                 Some((&s, rest)) if s == idx => rest,
                                 _ => &[],
                             };
-                            complete(v, pv, rest, fill)
+                            complete(v, pv, rest, fill, &need.member(k))
                         }
-                        None => fill(v),
+                        None if need.requires(k) => fill(v, &need.member(k)),
+                        None => return None,
                     };
-                    (k.clone(), v)
+                    Some((k.clone(), v))
                 })
                 .collect(),
         ),
@@ -415,49 +500,87 @@ pub(crate) fn complete(
             Value::Array(
                 p.iter()
                     .enumerate()
-                    .map(|(j, pv)| match a.get(offset.saturating_add(j)) {
-                        Some(v) => complete(v, pv, if j == 0 { rest } else { &[] }, fill),
-                        None => pv.clone(),
+                    .map(|(j, pv)| {
+                        let i = offset.saturating_add(j);
+                        match a.get(i) {
+                            Some(v) => complete(
+                                v,
+                                pv,
+                                if j == 0 { rest } else { &[] },
+                                fill,
+                                &need.element(i),
+                            ),
+                            None => pv.clone(),
+                        }
                     })
                     .collect(),
             )
         }
-        (Value::Object(_) | Value::Array(_), _) => fill(orig),
+        (Value::Object(_) | Value::Array(_), _) => fill(orig, need),
         // A piece of a number cut across pages shows as a string of its digits: the value
         // keeps the number's type (filled in whole), so the schema still holds.
-        (Value::Number(_), p) if !p.is_number() => fill(orig),
+        (Value::Number(_), p) if !p.is_number() => fill(orig, need),
         _ => page.clone(),
     }
 }
 
 /// `v` bare, the last resort when even [`minimal`] members do not fit: strings empty,
-/// numbers `0`, arrays empty, objects with every member bare, booleans and null as they are.
-/// Types and required members hold; values are placeholders.
-pub(crate) fn bare(v: &Value) -> Value {
+/// numbers `0`, arrays empty, objects with the members `need` requires, bare; booleans and
+/// null as they are. Types and required members hold; values are placeholders.
+pub(crate) fn bare(v: &Value, need: &Need<'_>) -> Value {
     match v {
         Value::String(_) => Value::String(String::new()),
         Value::Number(_) => Value::from(0),
         Value::Array(_) => Value::Array(Vec::new()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), bare(v))).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| need.requires(k))
+                .map(|(k, v)| (k.clone(), bare(v, &need.member(k))))
+                .collect(),
+        ),
         _ => v.clone(),
     }
 }
 
-/// `v` reduced: short values as they are, arrays empty, objects with every member reduced,
-/// long strings empty, other scalars whole.
-pub(crate) fn minimal(v: &Value) -> Value {
-    let short = || {
-        serde_json::to_string(v)
-            .map(|s| s.len() <= SHORT_BYTES)
-            .unwrap_or(false)
-    };
+/// `v` reduced: short values as they are, arrays empty, objects with the members `need`
+/// requires, reduced, long strings empty, other scalars whole.
+pub(crate) fn minimal(v: &Value, need: &Need<'_>) -> Value {
+    let short = || fits_bytes(v, SHORT_BYTES);
     match v {
         Value::Array(_) if short() => v.clone(),
         Value::Array(_) => Value::Array(Vec::new()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), minimal(v))).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| need.requires(k))
+                .map(|(k, v)| (k.clone(), minimal(v, &need.member(k))))
+                .collect(),
+        ),
         Value::String(_) if !short() => Value::String(String::new()),
         _ => v.clone(),
     }
+}
+
+/// Whether `v`'s compact JSON is at most `cap` bytes. Work is `O(min(size, cap))`: the
+/// writing stops at the cap (asking this of every array on a path nested `d` levels deep
+/// would otherwise serialize `O(d)` sub-trees of `O(size)` each).
+pub(crate) fn fits_bytes(v: &Value, cap: usize) -> bool {
+    /// Counts bytes written and fails past its cap.
+    struct Capped {
+        left: usize,
+    }
+    impl std::io::Write for Capped {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.left = self
+                .left
+                .checked_sub(buf.len())
+                .ok_or(std::io::ErrorKind::WriteZero)?;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(&mut Capped { left: cap }, v).is_ok()
 }
 
 #[cfg(test)]
@@ -513,14 +636,14 @@ mod tests {
         ], "total": 3, "big": {"list": (100..140).collect::<Vec<u32>>()}, "long": "z".repeat(100)});
         let page = json!({"items": [{"id": 0, "name": "a", "tags": ["x", "y"]}, {"id": 1}]});
         assert_eq!(
-            complete(&orig, &page, &[], minimal),
+            complete(&orig, &page, &[], minimal, &Need::All),
             json!({"items": [
                 {"id": 0, "name": "a", "tags": ["x", "y"]},
                 {"id": 1, "name": "b", "tags": ["x"]}
             ], "total": 3, "big": {"list": []}, "long": ""})
         );
         assert_eq!(
-            minimal(&orig),
+            minimal(&orig, &Need::All),
             json!({"items": [], "total": 3, "big": {"list": []}, "long": ""})
         );
     }
@@ -536,14 +659,14 @@ mod tests {
         // byte 4): its skeleton repeats row 1's id.
         let page = json!({"rows": [{"id": 1, "text": "bbbbbb"}, {"id": 2}]});
         assert_eq!(
-            complete(&orig, &page, &[1, 1, 1, 4], minimal),
+            complete(&orig, &page, &[1, 1, 1, 4], minimal, &Need::All),
             json!({"n": 2, "rows": [{"id": 1, "text": "bbbbbb"}, {"id": 2, "text": "cccccccccc"}]})
         );
         // A body rooted below `$` (at `$.rows[2]`) is put back in its ancestors.
         let body = json!({"id": 2, "text": "cc"});
         let root = [PathStep::Key("rows".into()), PathStep::Index(2)];
         assert_eq!(
-            complete_at(&orig, &root, &body, &[1, 2, 1, 0], minimal),
+            complete_at(&orig, &root, &body, &[1, 2, 1, 0], minimal, &Need::All),
             json!({"n": 2, "rows": [{"id": 2, "text": "cc"}]})
         );
     }
@@ -563,7 +686,10 @@ mod tests {
     #[test]
     fn bare_keeps_types_and_members_only() {
         assert_eq!(
-            bare(&json!({"a": "name", "n": 12.5, "b": true, "z": null, "l": [1], "o": {"k": "v"}})),
+            bare(
+                &json!({"a": "name", "n": 12.5, "b": true, "z": null, "l": [1], "o": {"k": "v"}}),
+                &Need::All
+            ),
             json!({"a": "", "n": 0, "b": true, "z": null, "l": [], "o": {"k": ""}})
         );
     }
@@ -583,6 +709,7 @@ mod tests {
             orig: Orig::Doc(1),
             valid: true,
             declared: true,
+            schema: None,
         };
         let docs = [
             Document::Text("t".into()),
