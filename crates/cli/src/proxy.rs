@@ -68,6 +68,16 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DURATION", env = "MCP_BUDGET_BLOB_MAX_AGE", value_parser = config::parse_duration)]
     blob_max_age: Option<Duration>,
 
+    /// Keep cached responses in Redis, shared by every proxy (replica) using it:
+    /// redis://host:port/db [default: in this process's memory]
+    #[arg(long, value_name = "URL", env = "MCP_BUDGET_STORE")]
+    store: Option<String>,
+
+    /// Whose responses these are in a shared store: only the same principal reads their
+    /// cursors [default: local]
+    #[arg(long, value_name = "NAME", env = "MCP_BUDGET_PRINCIPAL")]
+    principal: Option<String>,
+
     /// Longest JSON-RPC line accepted from either side, in bytes; longer ones are answered
     /// with an error
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE_BYTES)]
@@ -131,6 +141,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         cache_ttl: args.cache_ttl,
         cache_dir: args.cache_dir,
         blob_max_age: args.blob_max_age,
+        store: args.store,
+        principal: args.principal,
         ..Settings::default()
     };
     let boundary = Arc::new(Boundary::new(settings)?);
