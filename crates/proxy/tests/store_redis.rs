@@ -336,10 +336,7 @@ fn concurrent_reads_of_one_cursor_on_two_replicas_agree() {
     let first = call(&a, &value);
     let mut pages = vec![first];
     // Every page is asked for by 4 threads at once, 2 on each replica: all get the same page.
-    loop {
-        let Some(c) = next_cursor(pages.last().unwrap()) else {
-            break;
-        };
+    while let Some(c) = next_cursor(pages.last().unwrap()) {
         let got: Vec<Value> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..4)
                 .map(|i| {
