@@ -9,6 +9,7 @@ mod demo;
 mod measure;
 mod proxy;
 mod report;
+mod serve;
 mod shape;
 mod wrap;
 
@@ -24,6 +25,8 @@ struct Cli {
 enum Command {
     /// Run an MCP server behind the budget proxy (stdio).
     Proxy(proxy::Args),
+    /// Offer an MCP server over Streamable HTTP behind the budget proxy (a session per client).
+    Serve(serve::ServeArgs),
     /// Measure what payloads cost in real tokens and what each compaction would save.
     Measure(measure::Args),
     /// Print page 1 (or every page) of a payload as the proxy would show it.
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Proxy(args) => proxy::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Measure(args) => measure::run(args),
         Command::Shape(args) => shape::run(args),
         Command::Report(args) => report::run(args),
