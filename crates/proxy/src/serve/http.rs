@@ -185,17 +185,11 @@ impl Accepts {
     }
 }
 
-fn text_header<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, Response> {
+/// A header's value; `Err(name)` when it is not visible ASCII.
+fn text_header<'h, 'n>(headers: &'h HeaderMap, name: &'n str) -> Result<Option<&'h str>, &'n str> {
     match headers.get(name) {
         None => Ok(None),
-        Some(v) => v.to_str().map(Some).map_err(|_| {
-            rpc_error(
-                StatusCode::BAD_REQUEST,
-                None,
-                INVALID_REQUEST,
-                &format!("{name} is not visible ASCII"),
-            )
-        }),
+        Some(v) => v.to_str().map(Some).map_err(|_| name),
     }
 }
 
@@ -241,7 +235,15 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Byt
         text_header(&headers, SESSION_HEADER),
     ) {
         (Ok(v), Ok(s)) => (v, s),
-        (Err(r), _) | (_, Err(r)) => return r,
+        (Err(name), _) | (_, Err(name)) => {
+            let message = format!("{name} is not visible ASCII");
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                msg.id.as_deref(),
+                INVALID_REQUEST,
+                &message,
+            );
+        }
     };
     match session_id {
         Some(id) => {
@@ -668,9 +670,9 @@ pub(crate) fn human(d: Duration) -> String {
     let s = d.as_secs();
     if s == 0 {
         format!("{} ms", d.as_millis())
-    } else if s % 3600 == 0 {
+    } else if s.is_multiple_of(3600) {
         format!("{}h", s / 3600)
-    } else if s % 60 == 0 {
+    } else if s.is_multiple_of(60) {
         format!("{}m", s / 60)
     } else {
         format!("{s}s")

@@ -319,12 +319,9 @@ impl Session {
             None => line,
         };
         if let Some(get) = &routes.get {
-            match get.send(line) {
-                Ok(()) => return,
-                Err(mpsc::error::SendError(line)) => {
-                    routes.get = None;
-                    push_backlog(&mut routes.backlog, line);
-                }
+            if let Err(mpsc::error::SendError(line)) = get.send(line) {
+                routes.get = None;
+                push_backlog(&mut routes.backlog, line);
             }
         } else {
             push_backlog(&mut routes.backlog, line);
