@@ -70,6 +70,11 @@ impl Serve {
         Serve { child, url, stderr }
     }
 
+    /// The serve process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What serve wrote on stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
