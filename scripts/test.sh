@@ -22,6 +22,20 @@ else
   echo "test.sh: no chromium (not root or no apt-get): the report render test will skip" >&2
 fi
 
+# redis-server for the shared response store's tests (crates/proxy/tests/store_redis.rs,
+# crates/cli/tests/proxy_redis.rs): each test starts its own on a free port and stops it.
+if ! command -v redis-server >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "test.sh: installing redis-server (apt-get) for the shared store tests" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+fi
+if command -v redis-server >/dev/null 2>&1; then
+  export MCP_BUDGET_REQUIRE_REDIS=1
+else
+  echo "test.sh: no redis-server (not root or no apt-get): the shared store tests will skip" >&2
+fi
+
 # cargo-nextest runs every test in its own process, spread over the cores across test
 # binaries (a slow property test no longer holds up the binaries after it), and prints each
 # test's time. It does not run doctests: `cargo test --doc` does, reusing the same build.

@@ -9,6 +9,7 @@ mod demo;
 mod measure;
 mod proxy;
 mod report;
+mod serve;
 mod shape;
 mod wrap;
 
@@ -20,10 +21,14 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per run: the size of the proxy's flags does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run an MCP server behind the budget proxy (stdio).
     Proxy(proxy::Args),
+    /// Offer an MCP server over Streamable HTTP behind the budget proxy (a session per client).
+    Serve(serve::ServeArgs),
     /// Measure what payloads cost in real tokens and what each compaction would save.
     Measure(measure::Args),
     /// Print page 1 (or every page) of a payload as the proxy would show it.
@@ -55,6 +60,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Proxy(args) => proxy::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Measure(args) => measure::run(args),
         Command::Shape(args) => shape::run(args),
         Command::Report(args) => report::run(args),

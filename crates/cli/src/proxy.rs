@@ -68,6 +68,16 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DURATION", env = "MCP_BUDGET_BLOB_MAX_AGE", value_parser = config::parse_duration)]
     blob_max_age: Option<Duration>,
 
+    /// Keep cached responses in Redis, shared by every proxy (replica) using it:
+    /// redis://host:port/db [default: in this process's memory]
+    #[arg(long, value_name = "URL", env = "MCP_BUDGET_STORE")]
+    store: Option<String>,
+
+    /// Whose responses these are in a shared store: only the same principal reads their
+    /// cursors [default: local]
+    #[arg(long, value_name = "NAME", env = "MCP_BUDGET_PRINCIPAL")]
+    principal: Option<String>,
+
     /// Longest JSON-RPC line accepted from either side, in bytes; longer ones are answered
     /// with an error
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE_BYTES)]
@@ -106,33 +116,56 @@ pub(crate) struct Args {
     command: Vec<OsString>,
 }
 
+impl Args {
+    /// The upstream server's command line.
+    ///
+    /// # Errors
+    /// When no command was given.
+    pub(crate) fn upstream(&self) -> anyhow::Result<Upstream> {
+        let Some((program, server_args)) = self.command.split_first() else {
+            anyhow::bail!("missing the upstream server's command (after `--`)");
+        };
+        Ok(Upstream::new(program, server_args))
+    }
+
+    /// The relay's limits from the flags.
+    pub(crate) fn relay_options(&self) -> RelayOptions {
+        let mut options = RelayOptions::default();
+        options.max_line_bytes = self.max_line_bytes;
+        options.shutdown_grace = Duration::from_millis(self.shutdown_grace_ms);
+        options.request_timeout =
+            (self.request_timeout > 0).then(|| Duration::from_secs(self.request_timeout));
+        options
+    }
+
+    /// The shaping settings from the flags.
+    pub(crate) fn settings(&self) -> Settings {
+        Settings {
+            max_tokens: self.max_tokens,
+            encoding: self.encoding.clone(),
+            precision: self.precision,
+            config_path: self.config.clone(),
+            log_path: self.log.clone(),
+            banner: self.banner.clone(),
+            jq_workers: self.jq_workers,
+            jq_memory_mib: self.jq_memory_mib,
+            jq_deadline: Duration::from_millis(self.jq_timeout_ms.max(1)),
+            cache_bytes: self.cache_bytes,
+            cache_ttl: self.cache_ttl,
+            cache_dir: self.cache_dir.clone(),
+            blob_max_age: self.blob_max_age,
+            store: self.store.clone(),
+            principal: self.principal.clone(),
+            ..Settings::default()
+        }
+    }
+}
+
 /// Runs `mcp-budget proxy` until the upstream server is gone; exits with its status.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Some((program, server_args)) = args.command.split_first() else {
-        anyhow::bail!("missing the upstream server's command (after `--`)");
-    };
-    let upstream = Upstream::new(program, server_args);
-    let mut options = RelayOptions::default();
-    options.max_line_bytes = args.max_line_bytes;
-    options.shutdown_grace = Duration::from_millis(args.shutdown_grace_ms);
-    options.request_timeout =
-        (args.request_timeout > 0).then(|| Duration::from_secs(args.request_timeout));
-    let settings = Settings {
-        max_tokens: args.max_tokens,
-        encoding: args.encoding,
-        precision: args.precision,
-        config_path: args.config,
-        log_path: args.log,
-        banner: args.banner,
-        jq_workers: args.jq_workers,
-        jq_memory_mib: args.jq_memory_mib,
-        jq_deadline: Duration::from_millis(args.jq_timeout_ms.max(1)),
-        cache_bytes: args.cache_bytes,
-        cache_ttl: args.cache_ttl,
-        cache_dir: args.cache_dir,
-        blob_max_age: args.blob_max_age,
-        ..Settings::default()
-    };
+    let upstream = args.upstream()?;
+    let options = args.relay_options();
+    let settings = args.settings();
     let boundary = Arc::new(Boundary::new(settings)?);
     let relay = Relay::new(options).with_shaper(Arc::clone(&boundary) as Arc<dyn Shaper>);
 

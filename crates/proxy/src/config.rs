@@ -40,6 +40,11 @@
 //!
 //! [blobs]
 //! max_age_secs = 86400     # blob files older than this are removed at startup; 0 = never
+//!
+//! [store]                  # the shared response store; --store / MCP_BUDGET_STORE win
+//! url = "redis://127.0.0.1:6379/0"   # cached responses in Redis (replicas share cursors)
+//! timeout_ms = 2000        # deadline of one Redis command (and of connecting)
+//! max_entry_bytes = 33554432  # largest compressed response written to Redis
 //! ```
 //! Unknown keys are errors (a typo must not silently do nothing).
 
@@ -222,6 +227,18 @@ pub struct FileBlobs {
     pub max_age_secs: Option<u64>,
 }
 
+/// `[store]` of the TOML file: the shared response store (proxy-wide).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileStore {
+    /// `redis://[user:password@]host:port/db`: keep cached responses in Redis.
+    pub url: Option<String>,
+    /// Milliseconds one Redis command (or connecting) may take.
+    pub timeout_ms: Option<u64>,
+    /// Bytes of the largest compressed response written to Redis.
+    pub max_entry_bytes: Option<usize>,
+}
+
 /// The parsed TOML file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -235,6 +252,9 @@ pub struct ConfigFile {
     /// `[blobs]`.
     #[serde(default)]
     pub blobs: FileBlobs,
+    /// `[store]`.
+    #[serde(default)]
+    pub store: FileStore,
     /// `[tools.<name>]`, by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolRule>,
@@ -294,6 +314,12 @@ pub enum ConfigError {
         /// Why (the error's source).
         #[source]
         source: std::io::Error,
+    },
+    /// The shared response store (`--store`) cannot be used.
+    #[error("response store: {message}")]
+    Store {
+        /// What failed (the URL's credentials never appear).
+        message: String,
     },
 }
 
@@ -356,6 +382,15 @@ pub struct Settings {
     /// Deadline of one jq run (the worker is killed then). Default
     /// [`crate::jq::DEFAULT_DEADLINE`] (10 s).
     pub jq_deadline: Duration,
+    /// `--store` / `MCP_BUDGET_STORE`: `redis://host:port/db` keeps cached responses in Redis,
+    /// shared between replicas. `None` when not given (then `[store] url`, then the memory
+    /// store).
+    pub store: Option<String>,
+    /// Deadline of one Redis command. `None`: `[store] timeout_ms`, then 2 s.
+    pub store_timeout: Option<Duration>,
+    /// Whose responses this boundary makes and reads (`serve`: the session, or the bearer
+    /// token's SHA-256). `None`: `local`.
+    pub principal: Option<String>,
 }
 
 impl Default for Settings {
@@ -378,6 +413,9 @@ impl Default for Settings {
             jq_workers: None,
             jq_memory_mib: None,
             jq_deadline: crate::jq::DEFAULT_DEADLINE,
+            store: None,
+            store_timeout: None,
+            principal: None,
         }
     }
 }
@@ -502,6 +540,42 @@ impl Settings {
                 .and_then(|f| f.cache.ttl_secs)
                 .map(Duration::from_secs))
             .unwrap_or(DEFAULT_CACHE_TTL)
+    }
+
+    /// The shared store's URL: the flag or environment variable, else `[store] url`; `None`:
+    /// the memory store. An empty value counts as none.
+    pub fn store_url(&self) -> Option<String> {
+        self.store
+            .clone()
+            .or(self.file.as_ref().and_then(|f| f.store.url.clone()))
+            .filter(|u| !u.trim().is_empty())
+    }
+
+    /// Deadline of one Redis command: [`Settings::store_timeout`], else `[store] timeout_ms`,
+    /// else 2 s; at least 1 ms.
+    pub fn store_timeout(&self) -> Duration {
+        self.store_timeout
+            .or(self
+                .file
+                .as_ref()
+                .and_then(|f| f.store.timeout_ms)
+                .map(Duration::from_millis))
+            .unwrap_or(crate::boundary::STORE_TIMEOUT)
+            .max(Duration::from_millis(1))
+    }
+
+    /// Bytes of the largest compressed response written to Redis: `[store] max_entry_bytes`,
+    /// else 32 MiB.
+    pub fn store_max_entry_bytes(&self) -> usize {
+        self.file
+            .as_ref()
+            .and_then(|f| f.store.max_entry_bytes)
+            .unwrap_or(crate::boundary::STORE_MAX_ENTRY_BYTES)
+    }
+
+    /// The principal: [`Settings::principal`], else `local`.
+    pub fn principal(&self) -> String {
+        self.principal.clone().unwrap_or_else(|| "local".to_owned())
     }
 
     /// The directory under which the spill directory is made: the flag or environment

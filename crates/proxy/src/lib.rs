@@ -7,4 +7,5 @@ pub mod boundary;
 pub mod config;
 pub mod jq;
 pub mod relay;
+pub mod serve;
 pub mod telemetry;

@@ -486,7 +486,13 @@ pub(crate) fn emit(
     let names = b.names();
     let n_layout_docs = docs.len();
     let total: u64 = doc_tokens.iter().map(|&t| t as u64).sum();
-    let reserve = walk::meta_reserve("000000000000", docs.len(), total, enc, &names);
+    let reserve = walk::meta_reserve(
+        &"0".repeat(b.store.id_len()),
+        docs.len(),
+        total,
+        enc,
+        &names,
+    );
     let merged = walk::needs_one_document(docs.len(), budget, reserve);
     let mut carriers = vec![Carrier::Text(Map::new()); docs.len()];
     for (d, c) in layout.iter().filter_map(Slot::carrier) {
@@ -514,14 +520,13 @@ pub(crate) fn emit(
     let mut seed: Vec<&[u8]> = rendered.iter().map(String::as_bytes).collect();
     seed.push(&budget_seed);
     seed.push(&precision_seed);
-    let id = b.store.id_for(&seed, |e| {
+    let same = |e: &Entry| {
         e.budget == budget
             && e.precision == precision
             && e.holds(&docs, &rendered)
             && e.carriers == carriers
             && e.structured == plan
-    });
-    drop(seed);
+    };
     let n_docs = n_layout_docs;
     // A structuredContent beside the envelope is reduced (read before the documents go into
     // the cache).
@@ -532,19 +537,19 @@ pub(crate) fn emit(
     } else {
         None
     };
-    // The same response shaped again (same id: same content, budget and precision) keeps
-    // its cached entry, so cursors handed out for it earlier stay valid.
-    let entry = match b.store.get(&id) {
+    // The memory store gives the same response shaped again (same content, budget and
+    // precision) its cached entry, so cursors handed out for it earlier stay valid.
+    let found = b.store.find_or_id(&b.principal, &seed, &same);
+    drop(seed);
+    let entry = match found {
         Ok(existing) => existing,
-        Err(_) => {
-            let entry = Entry::new(id, docs, doc_tokens, budget, precision, bytes)
+        Err(id) => b.store.keep(
+            Entry::new(id, docs, doc_tokens, budget, precision, bytes)
                 .with_rendered(rendered)
                 .with_parts(carriers, plan.clone())
-                .with_array_of(merged.then_some(n_docs));
-            let entry = Arc::new(entry);
-            b.store.insert(Arc::clone(&entry));
-            entry
-        }
+                .with_array_of(merged.then_some(n_docs))
+                .with_principal(&b.principal),
+        ),
     };
     let id = entry.id.clone();
 
@@ -591,6 +596,10 @@ pub(crate) fn emit(
         // Unreachable in practice (page 0 always exists); fail safe with the envelope.
         return emit_envelope_only(b, &entry, budget, &names, n_docs);
     };
+    // Shared store: the positions of the pages after page 1, for the other replicas.
+    if let Err(miss) = b.store.save_pages(&entry) {
+        eprintln!("mcp-budget: the pages of response {id} were not saved to the store: {miss:?}");
+    }
     let page = sheet.page;
     let mut shown = vec![String::new(); n_docs];
     for p in &page.parts {

@@ -28,6 +28,7 @@ use super::Boundary;
 use super::args::{self, ArgFault};
 use super::call::{self, EmitMode, Slot};
 use super::parts;
+use super::store::remote::{CAS_TRIES, Miss};
 use super::store::{check_id, parse_cursor};
 use super::walk::{self, ToolNames};
 use crate::config::Overflow;
@@ -157,6 +158,26 @@ fn cursor_invalid(b: &Boundary, budget: usize, reason: CursorFault) -> Answer {
     })
     .unwrap_or_default();
     // Fixed texts, far below the smallest budget; cut all the same should one ever grow.
+    error_answer(b, fit_text(b, budget, &text))
+}
+
+/// The result of a lookup that found no entry: `cursor_invalid` with the fault, or, when the
+/// shared store did not answer (or kept being rewritten by other replicas), `cursor_invalid`
+/// `expired` whose hint says so.
+fn store_miss(b: &Boundary, budget: usize, miss: Miss) -> Answer {
+    let why = match miss {
+        Miss::Fault(f) => return cursor_invalid(b, budget, f),
+        Miss::Unavailable(why) => why,
+        Miss::Conflict => "other replicas kept writing this response's pages".to_owned(),
+    };
+    let text = serde_json::to_string(&CursorInvalid {
+        error: "cursor_invalid".into(),
+        reason: CursorFault::Expired,
+        hint: format!(
+            "The response store did not answer ({why}): try again shortly, or call the original tool again."
+        ),
+    })
+    .unwrap_or_default();
     error_answer(b, fit_text(b, budget, &text))
 }
 
@@ -344,13 +365,24 @@ fn read_more(b: &Boundary, args: &Value, names: &ToolNames) -> Answer {
         Ok(x) => x,
         Err(f) => return cursor_invalid(b, early, f),
     };
-    let entry = match b.store.get(id) {
-        Ok(e) => e,
-        Err(f) => return cursor_invalid(b, early, f),
-    };
-    let budget = budget_arg(args, entry.budget);
-    let Some(sheet) = parts::page_in_budget(&entry, k, budget, &b.encoding, names, false) else {
-        return cursor_invalid(b, budget, CursorFault::Unknown);
+    // With the shared store, another replica may extend the same page book meanwhile: then
+    // read it again and compute again (see `store::remote`).
+    let mut tries = 0;
+    let (entry, sheet) = loop {
+        let entry = match b.store.get(&b.principal, id) {
+            Ok(e) => e,
+            Err(m) => return store_miss(b, early, m),
+        };
+        let budget = budget_arg(args, entry.budget);
+        let Some(sheet) = parts::page_in_budget(&entry, k, budget, &b.encoding, names, false)
+        else {
+            return cursor_invalid(b, budget, CursorFault::Unknown);
+        };
+        match b.store.save_pages(&entry) {
+            Ok(()) => break (entry, sheet),
+            Err(Miss::Conflict) if tries + 1 < CAS_TRIES => tries += 1,
+            Err(m) => return store_miss(b, budget, m),
+        }
     };
     let page = sheet.page;
     let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
@@ -385,9 +417,9 @@ fn query_response(b: &Boundary, args: &Value) -> Answer {
     if let Err(f) = check_id(id) {
         return cursor_invalid(b, early, f);
     }
-    let entry = match b.store.get(id) {
+    let entry = match b.store.get(&b.principal, id) {
         Ok(e) => e,
-        Err(f) => return cursor_invalid(b, early, f),
+        Err(m) => return store_miss(b, early, m),
     };
     let budget = budget_arg(args, entry.budget);
     let Some(query) = args.get("query").and_then(Value::as_str) else {

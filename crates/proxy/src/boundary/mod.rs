@@ -69,7 +69,10 @@
 //!   fits the budget: a long message is cut, its full length (chars) said.
 //! - **Response ids** are 12 lowercase hex digits derived from the shaped content, budget
 //!   and precision (the same response gets the same id and the same pages); cursors are
-//!   `<id>.<page number>`, page 1 being `.0`.
+//!   `<id>.<page number>`, page 1 being `.0`. With the shared store (`--store redis://…`,
+//!   `store/remote`) they are 24 hex digits drawn at random (96 bits: unguessable; the same
+//!   call made twice gets two ids). Either way a response belongs to the boundary's
+//!   principal ([`Boundary::with_store`]): another principal's cursor is `unknown`.
 //!
 //! ```
 //! use mcp_budget_proxy::boundary::Boundary;
@@ -116,8 +119,16 @@ use serde_json::Value;
 use crate::config::{ConfigError, Settings};
 use crate::telemetry::{self, PendingRecord, Telemetry};
 use blobs::BlobSink;
-use store::Store;
+use store::responses::ResponseStore;
+pub use store::responses::StoreHandle;
 use walk::ToolNames;
+
+/// Deadline of one command of the shared store (and of connecting to it): 2 s.
+pub const STORE_TIMEOUT: std::time::Duration = store::remote::DEFAULT_TIMEOUT;
+
+/// The largest compressed response the shared store writes: 32 MiB (larger ones stay in the
+/// memory of the replica that made them).
+pub const STORE_MAX_ENTRY_BYTES: usize = store::remote::DEFAULT_MAX_ENTRY_BYTES;
 
 /// What `tools/list` told about the upstream tools.
 #[derive(Debug, Default)]
@@ -135,7 +146,9 @@ struct ToolState {
 pub struct Boundary {
     settings: Settings,
     encoding: Encoding,
-    store: Store,
+    store: std::sync::Arc<dyn ResponseStore>,
+    /// Whose responses this boundary makes and reads.
+    principal: String,
     blobs: BlobSink,
     telemetry: Option<Telemetry>,
     tools: RwLock<ToolState>,
@@ -149,11 +162,34 @@ impl Boundary {
     /// [`Settings::file`] is `None`, checks every `transform` filter, and opens the telemetry
     /// log when [`Settings::log_path`] is set.
     ///
+    /// The response store is the one the settings ask for ([`StoreHandle::open`]: memory, or
+    /// Redis with [`Settings::store_url`]), the principal [`Settings::principal`].
+    ///
     /// # Errors
     /// [`ConfigError`] when the config file cannot be read or parsed, a `transform` is not a
-    /// valid jq filter, or the log cannot be opened.
+    /// valid jq filter, the log cannot be opened, or the shared store cannot be reached.
     pub fn new(mut settings: Settings) -> Result<Boundary, ConfigError> {
         // Before any thread of ours allocates (the tokenizer warm-up below is one).
+        store::limit_malloc_arenas();
+        if settings.config_path.is_some() && settings.file.is_none() {
+            settings.load_config_file()?;
+        }
+        let store = StoreHandle::open(&settings)?;
+        let principal = settings.principal();
+        Boundary::with_store(settings, store, principal)
+    }
+
+    /// A boundary with `settings` that keeps its responses in `store` (shared with other
+    /// boundaries: one per session in `serve`) as `principal`'s: the session id, or the
+    /// SHA-256 of the bearer token, so that only that principal reads their cursors.
+    ///
+    /// # Errors
+    /// As [`Boundary::new`] (the store is already open).
+    pub fn with_store(
+        mut settings: Settings,
+        store: StoreHandle,
+        principal: impl Into<String>,
+    ) -> Result<Boundary, ConfigError> {
         store::limit_malloc_arenas();
         if settings.config_path.is_some() && settings.file.is_none() {
             settings.load_config_file()?;
@@ -177,11 +213,8 @@ impl Boundary {
         let blobs = BlobSink::new(settings.blob_dir(), settings.blob_threshold);
         blobs.remove_older_than(settings.blob_max_age());
         Ok(Boundary {
-            store: Store::new(
-                settings.cache_bytes(),
-                settings.cache_ttl(),
-                settings.cache_base_dir(),
-            ),
+            store: store.0,
+            principal: principal.into(),
             blobs,
             encoding,
             telemetry,

@@ -60,14 +60,14 @@ fn held_once_and_paged_the_same(result: Value, own: bool) {
     let id = meta["response_id"].as_str().expect("paged").to_owned();
     assert!(first["structuredContent"].is_object(), "{first}");
 
-    let entry = b.store.get(&id).unwrap();
+    let entry = b.store.memory().unwrap().get(&id).unwrap();
     let plan = entry.structured.as_ref().expect("a plan");
     assert_eq!(plan.own, own);
     assert!(matches!(plan.orig, Orig::Doc(_)), "{:?}", plan.orig);
     let docs = entry.docs().unwrap();
     let tree = docs_heap_bytes(&docs);
     assert_eq!(entry.resident(), tree);
-    assert_eq!(b.store.resident(), tree);
+    assert_eq!(b.store.memory().unwrap().resident(), tree);
     // The structuredContent's document alone weighs most of it: a second copy would show.
     let sc_doc = docs
         .iter()
@@ -84,7 +84,7 @@ fn held_once_and_paged_the_same(result: Value, own: bool) {
         "every page carries a structuredContent"
     );
 
-    b.store.push_out_all();
+    b.store.memory().unwrap().push_out_all();
     assert!(!entry.has_tree() && !entry.has_text_only() && entry.on_disk() > 0);
     assert_eq!(entry.resident(), 0, "nothing of it stays in memory");
     drop(entry);
@@ -128,7 +128,7 @@ fn a_twin_that_differs_from_its_document_keeps_a_counted_copy() {
         .as_str()
         .unwrap()
         .to_owned();
-    let entry = b.store.get(&id).unwrap();
+    let entry = b.store.memory().unwrap().get(&id).unwrap();
     let Some(Orig::Kept(kept)) = entry.structured.as_ref().map(|p| &p.orig) else {
         panic!("{:?}", entry.structured);
     };
@@ -144,7 +144,7 @@ fn a_twin_that_differs_from_its_document_keeps_a_counted_copy() {
     assert!(copy > 0 && copy > docs_heap_bytes(&docs) / 2, "{copy}");
     drop(docs);
     let before = pages(&b, &first);
-    b.store.push_out_all();
+    b.store.memory().unwrap().push_out_all();
     assert_eq!(entry.resident(), copy, "the copy stays counted");
     assert_eq!(pages(&b, &first), before);
 }

@@ -77,6 +77,9 @@ pub use shaper::Shaper;
 
 use lines::LineReader;
 use route::Pending;
+// The Streamable HTTP server (`crate::serve`) routes the relay's output by the same rules.
+pub(crate) use route::id_key;
+pub(crate) use scan::Scanner;
 
 /// The default bound on one line, in bytes: 256 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 256 * 1024 * 1024;

@@ -79,6 +79,13 @@ pub(crate) struct Entry {
     tree_in: AtomicBool,
     text_in: AtomicBool,
     reloadable: bool,
+    /// Who made the response (see [`crate::boundary::Boundary::principal`]): only requests of
+    /// the same principal read it. Empty by default.
+    pub(crate) principal: Arc<str>,
+    /// Set on a copy loaded from a shared store: where it lives there and the page book as it
+    /// was read, so that the pages this request adds can be written back
+    /// ([`super::remote`]).
+    pub(crate) remote: Option<super::remote::Mark>,
 }
 
 /// Where the content is (see the module docs).
@@ -180,7 +187,26 @@ impl Entry {
             tree_in: AtomicBool::new(true),
             text_in: AtomicBool::new(false),
             reloadable: scan.reloadable,
+            principal: Arc::from(""),
+            remote: None,
         }
+    }
+
+    /// The entry made by `principal`.
+    pub(crate) fn with_principal(mut self, principal: &str) -> Entry {
+        self.principal = Arc::from(principal);
+        self
+    }
+
+    /// Whether each doc is JSON (else text), in order.
+    pub(crate) fn json_flags(&self) -> &[bool] {
+        &self.json
+    }
+
+    /// Whether the tree can be rebuilt from the exact texts (see the module docs): what a
+    /// shared store needs to hold the entry.
+    pub(crate) fn can_reload(&self) -> bool {
+        self.reloadable
     }
 
     /// The entry remembering the fingerprint of `rendered`, the whole rendering of each of its
@@ -418,7 +444,7 @@ fn read_texts(body: &Body) -> Result<Vec<String>, LoadError> {
 }
 
 /// The exact text of a document: compact JSON with every number as spelled, or the text.
-fn exact_text(doc: &Document) -> String {
+pub(crate) fn exact_text(doc: &Document) -> String {
     match doc {
         Document::Json(v) => mcp_budget_core::compact::to_string(v, 0),
         Document::Text(t) => t.clone(),

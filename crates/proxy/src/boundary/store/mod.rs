@@ -36,6 +36,8 @@ use mcp_budget_core::paginate::Position;
 use mcp_budget_core::wire::CursorFault;
 
 pub(crate) mod entry;
+pub(crate) mod remote;
+pub(crate) mod responses;
 pub(crate) mod spill;
 
 use entry::Demoted;
@@ -582,7 +584,7 @@ mod sweeper {
     }
 }
 
-/// Splits a cursor `<12 hex>.<page number>` into id and page number.
+/// Splits a cursor `<12 or 24 hex>.<page number>` into id and page number.
 ///
 /// # Errors
 /// [`CursorFault::Malformed`] for anything else.
@@ -596,12 +598,13 @@ pub(crate) fn parse_cursor(cursor: &str) -> Result<(&str, usize), CursorFault> {
     Ok((id, n))
 }
 
-/// Checks a response id: 12 lowercase hex digits.
+/// Checks a response id: 12 lowercase hex digits (the memory store's) or
+/// [`remote::ID_HEX`] (the shared store's).
 ///
 /// # Errors
 /// [`CursorFault::Malformed`] otherwise.
 pub(crate) fn check_id(id: &str) -> Result<(), CursorFault> {
-    if id.len() == 12
+    if (id.len() == 12 || id.len() == remote::ID_HEX)
         && id
             .bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))

@@ -1,0 +1,424 @@
+//! The shared response store: cached responses in Redis, so that any replica answers any
+//! cursor (`--store redis://host:port/db`, `rediss://` refused in this build).
+//!
+//! # What is stored
+//!
+//! One Redis hash per response, `mcp-budget:<principal key>:<id>`:
+//!
+//! - `body`: the shaped, untrimmed response, compressed ([`codec`]), written once;
+//! - `book`: where each page computed so far starts ([`codec::encode_book`]), rewritten when a
+//!   request computes new pages;
+//! - `ver`: the book's version, raised by each rewrite.
+//!
+//! and a tombstone `mcp-budget:<principal key>:<id>:t` (`1`) that outlives the hash (twice
+//! the TTL), so that a cursor of a response the TTL dropped is `expired`, and one that never
+//! existed (or another principal's) `unknown`. The principal key is the first 32 hex digits of
+//! the SHA-256 of the principal: session ids and tokens never appear in Redis.
+//!
+//! # Lifetimes and bounds
+//!
+//! Both keys get the store's TTL (the memory store's default, one hour) from their last use:
+//! every read refreshes them (`PEXPIRE`). A body larger than `max_entry_bytes` compressed
+//! ([`DEFAULT_MAX_ENTRY_BYTES`], 32 MiB) is not written; such a response, one whose tree cannot
+//! be read back from text, and one that could not be written (Redis down) is kept in this
+//! process's memory store instead, where only this replica reads it (with a warning on
+//! stderr).
+//!
+//! # Concurrency
+//!
+//! A request reads the book with the body, computes its pages on its own copy, then writes the
+//! book back only if `ver` is still the one it read (a Lua compare-and-set). If another replica
+//! wrote first, the request reads again and computes again (at most [`CAS_TRIES`] times): page
+//! numbers handed out are never given to two different positions.
+//!
+//! # Faults
+//!
+//! Every command has a deadline (`timeout`, [`DEFAULT_TIMEOUT`]); the connection manager
+//! reconnects after Redis restarts. A cursor whose hash is gone (flushed, restarted without
+//! persistence, evicted, expired) is `expired` or `unknown`; Redis unreachable makes
+//! [`RemoteStore::open`] fail and later lookups answer [`Miss::Unavailable`].
+
+pub(crate) mod codec;
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_budget_core::wire::CursorFault;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use sha2::{Digest, Sha256};
+
+use super::Entry;
+
+/// Deadline of one Redis command (and of connecting): 2 s.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The largest body written to Redis, compressed: 32 MiB.
+pub(crate) const DEFAULT_MAX_ENTRY_BYTES: usize = 32 << 20;
+
+/// A body decompresses to at most this many times `max_entry_bytes` (a guard against a
+/// damaged or hostile value).
+const INFLATE_FACTOR: usize = 64;
+
+/// Hex digits of a shared store's response ids: 96 random bits.
+pub(crate) const ID_HEX: usize = 24;
+
+/// How often a request computes its pages again after another replica wrote the same book.
+pub(crate) const CAS_TRIES: usize = 5;
+
+/// Writes `book` and the next `ver` only when `ver` is still the one read.
+/// KEYS[1] the hash; ARGV: ver read, new book, new ver, TTL in ms.
+/// Returns 1 (written), 0 (another writer was first), -1 (the hash is gone).
+const CAS_BOOK: &str = r"
+local v = redis.call('HGET', KEYS[1], 'ver')
+if not v then return -1 end
+if v ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'book', ARGV[2], 'ver', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+";
+
+/// Why a lookup found no entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Miss {
+    /// No such response for this principal, or it was dropped.
+    Fault(CursorFault),
+    /// The store did not answer in time, or failed (the message says how; no secrets).
+    Unavailable(String),
+    /// Another replica wrote the page book first: read again.
+    Conflict,
+}
+
+impl From<CursorFault> for Miss {
+    fn from(f: CursorFault) -> Miss {
+        Miss::Fault(f)
+    }
+}
+
+/// Why the shared store cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RemoteError {
+    /// The URL is not a Redis URL this build can use.
+    #[error("bad store URL: {0}")]
+    Url(String),
+    /// Connecting, or a command, failed.
+    #[error("redis: {0}")]
+    Redis(String),
+    /// No answer within the deadline.
+    #[error("redis did not answer within {0:?}")]
+    Timeout(Duration),
+}
+
+/// Where a copy of an entry read from (or written to) Redis lives there, and its book as read.
+#[derive(Debug, Clone)]
+pub(crate) struct Mark {
+    /// The hash's key.
+    key: String,
+    /// `ver` as read.
+    ver: u64,
+    /// The book as read ([`codec::encode_book`]).
+    book: String,
+}
+
+/// How a [`RemoteStore`] is set up.
+#[derive(Debug, Clone)]
+pub(crate) struct RemoteConfig {
+    /// `redis://[user:password@]host:port/db`.
+    pub(crate) url: String,
+    /// TTL of an entry from its last use.
+    pub(crate) ttl: Duration,
+    /// Deadline of one command.
+    pub(crate) timeout: Duration,
+    /// The largest compressed body written.
+    pub(crate) max_entry_bytes: usize,
+}
+
+/// A connection to Redis with a small runtime of its own, so that the synchronous boundary
+/// (on tokio's blocking pool, or any thread) can wait for commands without an async context.
+pub(crate) struct RemoteStore {
+    conn: ConnectionManager,
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    handle: tokio::runtime::Handle,
+    cas: Arc<redis::Script>,
+    config: RemoteConfig,
+    /// Where Redis is (host and port, never credentials), for messages.
+    place: String,
+}
+
+impl std::fmt::Debug for RemoteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteStore")
+            .field("at", &self.place)
+            .field("ttl", &self.config.ttl)
+            .field("timeout", &self.config.timeout)
+            .finish()
+    }
+}
+
+impl Drop for RemoteStore {
+    fn drop(&mut self) {
+        // Dropping a runtime inside an async context panics; this one never waits.
+        if let Some(rt) = self.runtime.lock().ok().and_then(|mut r| r.take()) {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// The principal's part of a key: the first 32 hex digits of its SHA-256.
+pub(crate) fn principal_key(principal: &str) -> String {
+    let digest = Sha256::digest(principal.as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A fresh response id: [`ID_HEX`] lowercase hex digits from the OS's CSPRNG (96 bits).
+///
+/// # Errors
+/// The OS gave no random bytes (never expected on Linux).
+pub(crate) fn random_id() -> Result<String, RemoteError> {
+    let mut bytes = [0u8; ID_HEX / 2];
+    getrandom::fill(&mut bytes).map_err(|e| RemoteError::Redis(format!("no random bytes: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+impl RemoteStore {
+    /// Connects to Redis at `config.url` and checks it answers (`PING`).
+    ///
+    /// # Errors
+    /// [`RemoteError::Url`] for a URL that is not `redis://` (or `rediss://`, refused: this
+    /// build has no TLS), [`RemoteError::Redis`] / [`RemoteError::Timeout`] when Redis cannot
+    /// be reached within the deadline.
+    pub(crate) fn open(config: RemoteConfig) -> Result<RemoteStore, RemoteError> {
+        if config.url.starts_with("rediss://") {
+            return Err(RemoteError::Url(
+                "rediss:// (TLS) is not supported by this build; use redis:// through a TLS tunnel"
+                    .into(),
+            ));
+        }
+        if !config.url.starts_with("redis://") {
+            return Err(RemoteError::Url("it must start with redis://".into()));
+        }
+        let client = redis::Client::open(config.url.as_str())
+            .map_err(|e| RemoteError::Url(e.to_string()))?;
+        let place = match &client.get_connection_info().addr() {
+            redis::ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
+            other => format!("{other}"),
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("mcp-budget-redis")
+            .enable_all()
+            .build()
+            .map_err(|e| RemoteError::Redis(format!("cannot start a runtime: {e}")))?;
+        let handle = runtime.handle().clone();
+        let mc = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(config.timeout))
+            .set_response_timeout(Some(config.timeout))
+            .set_number_of_retries(2)
+            .set_max_delay(config.timeout);
+        let timeout = config.timeout;
+        let conn = wait(&handle, timeout * 2, async move {
+            let mut conn = ConnectionManager::new_with_config(client, mc).await?;
+            redis::cmd("PING").query_async::<()>(&mut conn).await?;
+            Ok(conn)
+        })
+        .map_err(|e| match e {
+            RemoteError::Redis(m) => RemoteError::Redis(format!("cannot reach {place}: {m}")),
+            other => other,
+        })?;
+        Ok(RemoteStore {
+            conn,
+            runtime: Mutex::new(Some(runtime)),
+            handle,
+            cas: Arc::new(redis::Script::new(CAS_BOOK)),
+            config,
+            place,
+        })
+    }
+
+    fn run<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = redis::RedisResult<T>> + Send + 'static,
+    ) -> Result<T, RemoteError> {
+        wait(&self.handle, self.config.timeout, fut)
+    }
+
+    fn key(principal: &str, id: &str) -> String {
+        format!("mcp-budget:{}:{id}", principal_key(principal))
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        self.config.ttl.as_millis().clamp(1, u128::from(u64::MAX)) as u64
+    }
+
+    /// Writes the new entry `entry` (its documents `docs`): body, book and tombstone, with
+    /// the TTL. Returns the mark of what was written.
+    ///
+    /// # Errors
+    /// [`Put::TooLarge`] past `max_entry_bytes`, [`Put::Failed`] when Redis did not take it.
+    pub(crate) fn put(
+        &self,
+        entry: &Entry,
+        docs: &[mcp_budget_core::paginate::Document],
+    ) -> Result<Mark, Put> {
+        let body = codec::compress(&codec::encode_body(entry, docs));
+        if body.len() > self.config.max_entry_bytes {
+            return Err(Put::TooLarge(body.len()));
+        }
+        let book = entry
+            .book
+            .lock()
+            .map(|b| codec::encode_book(&b))
+            .map_err(|_| Put::Failed(RemoteError::Redis("poisoned book".into())))?;
+        let key = RemoteStore::key(&entry.principal, &entry.id);
+        let tomb = format!("{key}:t");
+        let ttl = self.ttl_ms();
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("HSET")
+            .arg(&key)
+            .arg("body")
+            .arg(body)
+            .arg("book")
+            .arg(&book)
+            .arg("ver")
+            .arg(0)
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&key)
+            .arg(ttl)
+            .ignore()
+            .cmd("SET")
+            .arg(&tomb)
+            .arg(1)
+            .arg("PX")
+            .arg(ttl.saturating_mul(2))
+            .ignore();
+        let mut conn = self.conn.clone();
+        self.run(async move { pipe.query_async::<()>(&mut conn).await })
+            .map_err(Put::Failed)?;
+        Ok(Mark { key, ver: 0, book })
+    }
+
+    /// The entry `id` of `principal`, read whole (body and book), its TTL refreshed.
+    ///
+    /// # Errors
+    /// [`Miss::Fault`] `unknown` (no such hash: never written, another principal's, or
+    /// flushed) or `expired` (the tombstone is left, or the body does not read back);
+    /// [`Miss::Unavailable`] when Redis does not answer.
+    pub(crate) fn get(&self, principal: &str, id: &str) -> Result<Entry, Miss> {
+        let key = RemoteStore::key(principal, id);
+        let tomb = format!("{key}:t");
+        let ttl = self.ttl_ms();
+        let mut pipe = redis::pipe();
+        pipe.cmd("HMGET")
+            .arg(&key)
+            .arg("ver")
+            .arg("book")
+            .arg("body")
+            .cmd("PEXPIRE")
+            .arg(&key)
+            .arg(ttl)
+            .ignore()
+            .cmd("EXISTS")
+            .arg(&tomb)
+            .cmd("PEXPIRE")
+            .arg(&tomb)
+            .arg(ttl.saturating_mul(2))
+            .ignore();
+        let mut conn = self.conn.clone();
+        type Fields = (Option<u64>, Option<String>, Option<Vec<u8>>);
+        let (fields, tomb_left): (Fields, bool) = self
+            .run(async move { pipe.query_async(&mut conn).await })
+            .map_err(|e| Miss::Unavailable(e.to_string()))?;
+        let (Some(ver), Some(book_text), Some(body)) = fields else {
+            return Err(Miss::Fault(if tomb_left {
+                CursorFault::Expired
+            } else {
+                CursorFault::Unknown
+            }));
+        };
+        let damaged = |what: &str| {
+            eprintln!("mcp-budget: the shared store holds a damaged response ({what})");
+            Miss::Fault(CursorFault::Expired)
+        };
+        let book = codec::decode_book(&book_text).map_err(|_| damaged("book"))?;
+        let limit = self.config.max_entry_bytes.saturating_mul(INFLATE_FACTOR);
+        let raw = codec::decompress(&body, limit).map_err(|_| damaged("frame"))?;
+        let mut entry =
+            codec::decode_body(&raw, id, principal, book).map_err(|_| damaged("body"))?;
+        entry.remote = Some(Mark {
+            key,
+            ver,
+            book: book_text,
+        });
+        Ok(entry)
+    }
+
+    /// Writes back the pages `entry` (read by [`RemoteStore::get`] or written by
+    /// [`RemoteStore::put`]) gained in this request, if any.
+    ///
+    /// # Errors
+    /// [`Miss::Conflict`] when another replica wrote the book since it was read (read again);
+    /// [`Miss::Fault`] `expired` when the hash is gone; [`Miss::Unavailable`].
+    pub(crate) fn save_book(&self, entry: &Entry) -> Result<(), Miss> {
+        let Some(mark) = &entry.remote else {
+            return Ok(());
+        };
+        let book = entry
+            .book
+            .lock()
+            .map(|b| codec::encode_book(&b))
+            .map_err(|_| Miss::Unavailable("poisoned book".into()))?;
+        if book == mark.book {
+            return Ok(());
+        }
+        let key = mark.key.clone();
+        let (ver, ttl) = (mark.ver, self.ttl_ms());
+        let mut conn = self.conn.clone();
+        let cas = Arc::clone(&self.cas);
+        let written: i64 = self
+            .run(async move {
+                cas.key(key)
+                    .arg(ver)
+                    .arg(book)
+                    .arg(ver + 1)
+                    .arg(ttl)
+                    .invoke_async(&mut conn)
+                    .await
+            })
+            .map_err(|e| Miss::Unavailable(e.to_string()))?;
+        match written {
+            1 => Ok(()),
+            0 => Err(Miss::Conflict),
+            _ => Err(Miss::Fault(CursorFault::Expired)),
+        }
+    }
+}
+
+/// Why [`RemoteStore::put`] did not write an entry.
+#[derive(Debug)]
+pub(crate) enum Put {
+    /// The compressed body has this many bytes, past `max_entry_bytes`.
+    TooLarge(usize),
+    /// Redis did not take it.
+    Failed(RemoteError),
+}
+
+/// Runs `fut` on `handle` and waits for it, at most `deadline` (the future is dropped then).
+fn wait<T: Send + 'static>(
+    handle: &tokio::runtime::Handle,
+    deadline: Duration,
+    fut: impl Future<Output = redis::RedisResult<T>> + Send + 'static,
+) -> Result<T, RemoteError> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    handle.spawn(async move {
+        let r = tokio::time::timeout(deadline, fut).await;
+        let _ = tx.send(r);
+    });
+    // The task's own timeout answers first; this one only guards a runtime that is gone.
+    match rx.recv_timeout(deadline + Duration::from_secs(1)) {
+        Ok(Ok(Ok(v))) => Ok(v),
+        Ok(Ok(Err(e))) => Err(RemoteError::Redis(e.to_string())),
+        Ok(Err(_)) | Err(_) => Err(RemoteError::Timeout(deadline)),
+    }
+}

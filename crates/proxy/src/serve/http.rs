@@ -1,0 +1,680 @@
+//! The HTTP handlers of the MCP endpoint: POST (messages), GET (the session's stream), DELETE
+//! (end a session), and the checks in front of them.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use super::envelope::{
+    self, CONNECTION_CLOSED, HANDSHAKE_VERSIONS, HEADER_MISMATCH, INVALID_REQUEST, Incoming, Kind,
+    MODERN_VERSIONS, PARSE_ERROR, Refused, UNSUPPORTED_VERSION, error_body,
+};
+use super::principal::{Principal, Shapers};
+use super::registry::{Registry, StartError};
+use super::security::{Denied, Guard};
+use super::session::{Busy, Routed, Session};
+use super::{ServeError, ServeOptions};
+use crate::config::Settings;
+use crate::relay::{RelayOptions, Upstream};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// The server's state, shared by every handler.
+pub(crate) struct App {
+    options: ServeOptions,
+    guard: Guard,
+    registry: Arc<Registry>,
+    /// The principal of the bearer token, when one is required.
+    token: Option<Principal>,
+    sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("path", &self.options.path)
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl App {
+    pub(crate) fn new(
+        options: ServeOptions,
+        upstream: Upstream,
+        relay: RelayOptions,
+        settings: Settings,
+    ) -> Result<App, ServeError> {
+        let shapers = Shapers::new(settings)?;
+        let token = options.auth_token.as_deref().map(Principal::token);
+        // Built now so a bad config file or log path stops `serve` at once.
+        shapers.for_principal(token.as_ref().unwrap_or(&Principal::Local))?;
+        let registry = Arc::new(Registry::new(
+            upstream,
+            relay,
+            shapers,
+            options.max_sessions.max(1),
+        ));
+        Ok(App {
+            guard: Guard::new(&options.allowed_origins, options.auth_token.as_deref()),
+            registry,
+            token,
+            sweeper: Mutex::new(None),
+            options,
+        })
+    }
+
+    /// Ends every session (after the HTTP server stopped).
+    pub(crate) async fn shut_down(&self) {
+        if let Some(s) = self
+            .sweeper
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            s.abort();
+        }
+        self.registry.stop_all(Duration::from_secs(15)).await;
+    }
+
+    pub(crate) fn finish(&self) {
+        self.registry.shapers.finish();
+    }
+
+    fn stateless_principal(&self) -> Principal {
+        self.token.clone().unwrap_or(Principal::Local)
+    }
+}
+
+/// The endpoint's routes, with the checks and the body limit; starts the idle sweep.
+pub(crate) fn router(app: Arc<App>) -> Router {
+    let idle = app.options.session_idle;
+    let registry = Arc::clone(&app.registry);
+    let sweeper = tokio::spawn(async move {
+        let period = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(10));
+        let mut tick = tokio::time::interval(period);
+        loop {
+            tick.tick().await;
+            registry.sweep(idle);
+        }
+    });
+    *app.sweeper.lock().unwrap_or_else(PoisonError::into_inner) = Some(sweeper);
+    Router::new()
+        .route(
+            &app.options.path,
+            post(post_message).get(open_stream).delete(end_session),
+        )
+        .layer(DefaultBodyLimit::max(app.options.max_body_bytes))
+        .layer(middleware::from_fn_with_state(Arc::clone(&app), check))
+        .with_state(app)
+}
+
+/// `Origin`, then the bearer token, on every request.
+async fn check(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let challenge = |extra: &str| {
+        let value = format!(r#"Bearer realm="mcp-budget"{extra}"#);
+        [(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static("Bearer")),
+        )]
+    };
+    match app.guard.check(req.headers()) {
+        Ok(()) => next.run(req).await,
+        Err(Denied::Origin(origin)) => rpc_error(
+            StatusCode::FORBIDDEN,
+            None,
+            INVALID_REQUEST,
+            &format!("Origin {origin:?} is not allowed (mcp-budget serve --allow-origin)"),
+        ),
+        Err(Denied::NoToken) => (
+            challenge(""),
+            rpc_error(
+                StatusCode::UNAUTHORIZED,
+                None,
+                INVALID_REQUEST,
+                "missing Authorization: Bearer <token>",
+            ),
+        )
+            .into_response(),
+        Err(Denied::BadToken) => (
+            challenge(r#", error="invalid_token""#),
+            rpc_error(
+                StatusCode::UNAUTHORIZED,
+                None,
+                INVALID_REQUEST,
+                "invalid bearer token",
+            ),
+        )
+            .into_response(),
+    }
+}
+
+/// What the client's `Accept` allows.
+#[derive(Debug, Clone, Copy)]
+struct Accepts {
+    json: bool,
+    sse: bool,
+}
+
+impl Accepts {
+    /// An absent `Accept` accepts both.
+    fn of(headers: &HeaderMap) -> Accepts {
+        let Some(value) = headers.get(header::ACCEPT) else {
+            return Accepts {
+                json: true,
+                sse: true,
+            };
+        };
+        let v = String::from_utf8_lossy(value.as_bytes()).to_ascii_lowercase();
+        let any = v.contains("*/*");
+        Accepts {
+            json: any || v.contains("application/json") || v.contains("application/*"),
+            sse: any || v.contains("text/event-stream") || v.contains("text/*"),
+        }
+    }
+}
+
+/// A header's value; `Err(name)` when it is not visible ASCII.
+fn text_header<'h, 'n>(headers: &'h HeaderMap, name: &'n str) -> Result<Option<&'h str>, &'n str> {
+    match headers.get(name) {
+        None => Ok(None),
+        Some(v) => v.to_str().map(Some).map_err(|_| name),
+    }
+}
+
+async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    let msg = match Incoming::parse(&body) {
+        Ok(msg) => msg,
+        Err(Refused::NotJson(e)) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                PARSE_ERROR,
+                &format!("body is not JSON: {e}"),
+            );
+        }
+        Err(Refused::Batch) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                INVALID_REQUEST,
+                "JSON-RPC batches are not accepted: POST one message per request",
+            );
+        }
+        Err(Refused::NotMessage) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                INVALID_REQUEST,
+                "not a JSON-RPC request, notification or response",
+            );
+        }
+    };
+    let accepts = Accepts::of(&headers);
+    if !accepts.json && !accepts.sse {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            msg.id.as_deref(),
+            INVALID_REQUEST,
+            "Accept must list application/json and text/event-stream",
+        );
+    }
+    let (version, session_id) = match (
+        text_header(&headers, VERSION_HEADER),
+        text_header(&headers, SESSION_HEADER),
+    ) {
+        (Ok(v), Ok(s)) => (v, s),
+        (Err(name), _) | (_, Err(name)) => {
+            let message = format!("{name} is not visible ASCII");
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                msg.id.as_deref(),
+                INVALID_REQUEST,
+                &message,
+            );
+        }
+    };
+    match session_id {
+        Some(id) => {
+            let Some(session) = app.registry.get(id) else {
+                return session_not_found(msg.id.as_deref());
+            };
+            if let Some(v) = version
+                && !HANDSHAKE_VERSIONS.contains(&v)
+                && !MODERN_VERSIONS.contains(&v)
+            {
+                return unsupported_version(msg.id.as_deref(), v);
+            }
+            deliver(session, msg, &body, accepts, None, None).await
+        }
+        None if msg.is_initialize() => initialize(&app, msg, &body, accepts).await,
+        None if version.is_some_and(|v| !HANDSHAKE_VERSIONS.contains(&v)) => {
+            stateless(&app, &headers, msg, &body, accepts).await
+        }
+        None => rpc_error(
+            StatusCode::BAD_REQUEST,
+            msg.id.as_deref(),
+            INVALID_REQUEST,
+            "missing Mcp-Session-Id header: initialize a session first (or send \
+             MCP-Protocol-Version: 2026-07-28 for a stateless request)",
+        ),
+    }
+}
+
+/// A new session: 128 random bits as 32 lowercase hex digits.
+fn new_session_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+async fn initialize(app: &App, msg: Incoming, body: &[u8], accepts: Accepts) -> Response {
+    let Some(id) = new_session_id() else {
+        return rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            msg.id.as_deref(),
+            CONNECTION_CLOSED,
+            "no random bytes for a session id",
+        );
+    };
+    let principal = app
+        .token
+        .clone()
+        .unwrap_or_else(|| Principal::Session(id.clone()));
+    match app.registry.start(Some(id.clone()), principal) {
+        Ok(session) => deliver(session, msg, body, accepts, Some(id), None).await,
+        Err(e) => start_failed(msg.id.as_deref(), e),
+    }
+}
+
+fn start_failed(id: Option<&RawValue>, e: StartError) -> Response {
+    match e {
+        StartError::Full(n) => (
+            [(header::RETRY_AFTER, HeaderValue::from_static("30"))],
+            rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                id,
+                CONNECTION_CLOSED,
+                &format!(
+                    "mcp-budget serve: {n} sessions are open, the most it allows (--max-sessions); \
+                     end one (HTTP DELETE) or retry when an idle one has expired"
+                ),
+            ),
+        )
+            .into_response(),
+        StartError::Shaper(e) => rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            id,
+            CONNECTION_CLOSED,
+            &format!("mcp-budget serve: cannot set up shaping: {e}"),
+        ),
+    }
+}
+
+/// A 2026-07-28 request without a session: headers checked against the body, then carried by
+/// an idle worker of the principal (or a new one).
+async fn stateless(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    msg: Incoming,
+    body: &[u8],
+    accepts: Accepts,
+) -> Response {
+    let id = msg.id.as_deref();
+    let mismatch = |what: String| {
+        rpc_error(
+            StatusCode::BAD_REQUEST,
+            id,
+            HEADER_MISMATCH,
+            &format!("Header mismatch: {what}"),
+        )
+    };
+    let version = headers
+        .get(VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if !MODERN_VERSIONS.contains(&version) {
+        return unsupported_version(id, version);
+    }
+    match msg.kind {
+        // 2026-07-28 defines no client notifications over HTTP: accepted, not forwarded.
+        Kind::Notification => return StatusCode::ACCEPTED.into_response(),
+        Kind::Response => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                INVALID_REQUEST,
+                "a stateless (2026-07-28) client sends no JSON-RPC responses",
+            );
+        }
+        Kind::Request => {}
+    }
+    if msg.meta_version.as_deref() != Some(version) {
+        return mismatch(format!(
+            "MCP-Protocol-Version {version:?} does not match _meta io.modelcontextprotocol/protocolVersion {:?}",
+            msg.meta_version.as_deref().unwrap_or("(missing)")
+        ));
+    }
+    let method = headers.get("mcp-method").and_then(|v| v.to_str().ok());
+    if method != msg.method.as_deref() {
+        return mismatch(format!(
+            "Mcp-Method {:?} does not match the body's method {:?}",
+            method.unwrap_or("(missing)"),
+            msg.method.as_deref().unwrap_or_default()
+        ));
+    }
+    let named = matches!(
+        msg.method.as_deref(),
+        Some("tools/call" | "resources/read" | "prompts/get")
+    );
+    if named {
+        let name = headers
+            .get("mcp-name")
+            .and_then(|v| v.to_str().ok())
+            .and_then(envelope::header_value);
+        if name.is_none() || name != msg.name {
+            return mismatch(format!(
+                "Mcp-Name {:?} does not match the body's {:?}",
+                name.as_deref().unwrap_or("(missing)"),
+                msg.name.as_deref().unwrap_or_default()
+            ));
+        }
+    }
+    let worker = match app.registry.checkout(&app.stateless_principal()) {
+        Ok(w) => w,
+        Err(e) => return start_failed(id, e),
+    };
+    deliver(
+        worker,
+        msg,
+        body,
+        accepts,
+        None,
+        Some(Arc::clone(&app.registry)),
+    )
+    .await
+}
+
+/// Writes the message into the session's relay; for a request, answers with what comes back.
+/// `new_session`: the id to return in `Mcp-Session-Id` (initialize). `pool`: the registry a
+/// stateless worker goes back to once its request is answered.
+async fn deliver(
+    session: Arc<Session>,
+    msg: Incoming,
+    body: &[u8],
+    accepts: Accepts,
+    new_session: Option<String>,
+    pool: Option<Arc<Registry>>,
+) -> Response {
+    let busy = session.busy();
+    let line = envelope::one_line(body);
+    let Some(id) = msg.id.filter(|_| msg.kind == Kind::Request) else {
+        return match session.write_line(&line).await {
+            Ok(()) => StatusCode::ACCEPTED.into_response(),
+            Err(()) => session_not_found(None),
+        };
+    };
+    let Some((rx, seq)) = session.wait_for(&id, msg.progress_token.as_deref(), accepts.sse) else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            Some(&id),
+            INVALID_REQUEST,
+            "a request with this id is still open in this session",
+        );
+    };
+    let mut call = Call {
+        session: Arc::clone(&session),
+        id,
+        seq,
+        rx,
+        finished: false,
+        pool,
+        _busy: busy,
+    };
+    // A failed write means the relay is gone: the receiver then closes.
+    let _ = session.write_line(&line).await;
+    let mut headers = HeaderMap::new();
+    if let Some(sid) = new_session
+        .as_deref()
+        .and_then(|s| HeaderValue::from_str(s).ok())
+    {
+        headers.insert(SESSION_HEADER, sid);
+    }
+    match call.rx.recv().await {
+        Some(Routed::Final(line)) if accepts.json => {
+            call.finished = true;
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            (headers, line).into_response()
+        }
+        Some(first) => stream(call, first, headers),
+        None => {
+            call.finished = true;
+            let why = session.end_reason();
+            // No session id for a session that never came up.
+            rpc_error(
+                StatusCode::BAD_GATEWAY,
+                Some(&call.id),
+                CONNECTION_CLOSED,
+                &why,
+            )
+        }
+    }
+}
+
+/// One POSTed request in flight. Dropped unfinished (the client went away): its waiter is
+/// forgotten; a stateless one is cancelled upstream and its worker ended.
+struct Call {
+    session: Arc<Session>,
+    id: Box<RawValue>,
+    seq: u64,
+    rx: mpsc::UnboundedReceiver<Routed>,
+    finished: bool,
+    pool: Option<Arc<Registry>>,
+    _busy: Busy,
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        if self.finished {
+            if let Some(pool) = self.pool.take() {
+                pool.checkin(Arc::clone(&self.session));
+            }
+            return;
+        }
+        self.session.forget(&self.id, self.seq);
+        if self.pool.is_some() {
+            // 2026-07-28: closing the response stream cancels the request.
+            let session = Arc::clone(&self.session);
+            let line =
+                envelope::cancelled_line(&self.id, "the HTTP client closed the response stream");
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    let _ = session.write_line(&line).await;
+                    session.stop("its request was cancelled (the client closed the stream)");
+                });
+            }
+        }
+    }
+}
+
+/// The request's SSE stream: server messages for it, then its response, then the end.
+fn stream(call: Call, first: Routed, mut headers: HeaderMap) -> Response {
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    let events =
+        futures_util::stream::unfold((Some(call), Some(first)), |(call, first)| async move {
+            let mut call = call?;
+            let next = match first {
+                Some(routed) => Some(routed),
+                None => call.rx.recv().await,
+            };
+            let (data, done) = match next {
+                Some(Routed::Message(line)) => (line, false),
+                Some(Routed::Final(line)) => (line, true),
+                None => {
+                    let why = call.session.end_reason();
+                    let body = error_body(Some(&call.id), CONNECTION_CLOSED, &why, None);
+                    (body.into_bytes(), true)
+                }
+            };
+            let event = Ok::<_, std::convert::Infallible>(event(data));
+            if done {
+                call.finished = true;
+                drop(call);
+                Some((event, (None, None)))
+            } else {
+                Some((event, (Some(call), None)))
+            }
+        });
+    (headers, Sse::new(events)).into_response()
+}
+
+fn event(line: Vec<u8>) -> Event {
+    let text = String::from_utf8(line)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    Event::default().event("message").data(text)
+}
+
+/// GET: the session's stream of server messages not bound for a POST.
+async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let Some(session) = session_of(&app, &headers) else {
+        return no_session(&headers);
+    };
+    let Some(session) = session else {
+        return session_not_found(None);
+    };
+    if !Accepts::of(&headers).sse {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            INVALID_REQUEST,
+            "Accept must list text/event-stream",
+        );
+    }
+    let Some(rx) = session.open_get() else {
+        return rpc_error(
+            StatusCode::CONFLICT,
+            None,
+            INVALID_REQUEST,
+            "this session's GET stream is already open",
+        );
+    };
+    let busy = session.busy();
+    let events = futures_util::stream::unfold((rx, busy), |(mut rx, busy)| async move {
+        let line = rx.recv().await?;
+        Some((Ok::<_, std::convert::Infallible>(event(line)), (rx, busy)))
+    });
+    (
+        [("x-accel-buffering", HeaderValue::from_static("no"))],
+        Sse::new(events).keep_alive(KeepAlive::default()),
+    )
+        .into_response()
+}
+
+/// DELETE: ends the session (its server is stopped).
+async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let Some(session) = session_of(&app, &headers) else {
+        return no_session(&headers);
+    };
+    let Some(session) = session else {
+        return session_not_found(None);
+    };
+    session.stop("deleted by the client");
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// `None`: no `Mcp-Session-Id` header; `Some(None)`: an unknown or ended session.
+fn session_of(app: &App, headers: &HeaderMap) -> Option<Option<Arc<Session>>> {
+    let id = headers
+        .get(SESSION_HEADER)?
+        .to_str()
+        .ok()
+        .unwrap_or_default();
+    Some(app.registry.get(id))
+}
+
+/// GET or DELETE without a session: 405 for a stateless (2026-07-28) client (the revision has
+/// neither), else 400.
+fn no_session(headers: &HeaderMap) -> Response {
+    let version = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok());
+    if version.is_some_and(|v| MODERN_VERSIONS.contains(&v)) {
+        return (
+            [(header::ALLOW, HeaderValue::from_static("POST"))],
+            StatusCode::METHOD_NOT_ALLOWED,
+        )
+            .into_response();
+    }
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        None,
+        INVALID_REQUEST,
+        "missing Mcp-Session-Id header",
+    )
+}
+
+fn session_not_found(id: Option<&RawValue>) -> Response {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        id,
+        INVALID_REQUEST,
+        "session not found: it ended or expired; initialize a new one",
+    )
+}
+
+fn unsupported_version(id: Option<&RawValue>, version: &str) -> Response {
+    let supported: Vec<&str> = HANDSHAKE_VERSIONS
+        .iter()
+        .chain(MODERN_VERSIONS)
+        .copied()
+        .collect();
+    let body = error_body(
+        id,
+        UNSUPPORTED_VERSION,
+        &format!("unsupported MCP-Protocol-Version {version:?}"),
+        Some(serde_json::json!({ "supported": supported, "requested": version })),
+    );
+    json_response(StatusCode::BAD_REQUEST, body)
+}
+
+fn rpc_error(status: StatusCode, id: Option<&RawValue>, code: i64, message: &str) -> Response {
+    json_response(status, error_body(id, code, message, None))
+}
+
+fn json_response(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// `90s`, `30m`, `2h` for logs.
+pub(crate) fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    if s == 0 {
+        format!("{} ms", d.as_millis())
+    } else if s.is_multiple_of(3600) {
+        format!("{}h", s / 3600)
+    } else if s.is_multiple_of(60) {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}

@@ -1,0 +1,201 @@
+//! `mcp-budget serve`: a Streamable HTTP endpoint for MCP clients, shaping exactly like the
+//! stdio proxy.
+//!
+//! Transport rules: MCP specification 2025-11-25, "Transports", section "Streamable HTTP", and
+//! 2026-07-28, "Streamable HTTP" (stateless requests).
+//!
+//! # Sessions
+//!
+//! Each client session (an `initialize` POST without an `Mcp-Session-Id` header) gets its own
+//! upstream server process and its own [`Relay`](crate::relay::Relay), which talks to the
+//! session over in-memory pipes: the relay is the stdio proxy's, unchanged, so a session is
+//! shaped exactly as `mcp-budget proxy` shapes. The session id (128 random bits, 32 lowercase
+//! hex digits) comes back in `Mcp-Session-Id` and is required on every later request: 400
+//! without it, 404 when it is unknown or the session ended. DELETE ends a session (the
+//! server's stdin is closed; it is killed after the relay's shutdown grace).
+//!
+//! Each POSTed message is written as one line into the session's relay (newlines between JSON
+//! tokens become spaces; nothing else changes). Lines coming out of the relay are routed
+//! ([`session`]): a response goes to the POST that carried its request, as `application/json`
+//! when it is the first thing for that POST, else as the last event of an SSE stream; a server
+//! request or notification goes to the POST whose request its `progressToken` names, else to
+//! the newest open POST, else to the session's GET stream, else it waits (bounded) for a GET
+//! stream. Each message goes to exactly one stream. Streams carry no event ids: they are not
+//! resumable (`Last-Event-ID` is ignored). A client that disconnects does not cancel its
+//! request (2025-11-25); the late response is dropped.
+//!
+//! # Stateless requests (2026-07-28)
+//!
+//! A POST without `Mcp-Session-Id` whose `MCP-Protocol-Version` is a stateless version
+//! (2026-07-28) is served by a pool of upstream processes per principal, each carrying one
+//! request at a time (so the ids of different clients never meet in one process), reused
+//! while idle and expired like sessions. Its headers are checked against the body (400 with
+//! `-32020` HeaderMismatch, `-32022` for an unsupported version); closing the response stream
+//! cancels the request (a `notifications/cancelled` goes upstream and that process is ended).
+//! Client notifications are accepted (202) and dropped: the revision defines none over HTTP.
+//! `server/discover` is such a request: a server that does not know it answers with an error,
+//! and a client in "auto" mode then falls back to `initialize` (a session).
+//!
+//! # Principals
+//!
+//! Response ids and cursors belong to a [`Principal`]: the bearer token when `--auth-token` is
+//! set (all sessions of the token share one shaper, so a cursor made in one works in another),
+//! else the session (another session's cursor gets `cursor_invalid`, reason `unknown`); the
+//! stateless requests of a server without a token share the [`Principal::Local`] one.
+//!
+//! # Security (the spec's "Security Warning")
+//!
+//! Binds 127.0.0.1 by default. A request whose `Origin` is present and neither a localhost
+//! origin nor listed in [`ServeOptions::allowed_origins`] gets 403 (DNS rebinding). With
+//! [`ServeOptions::auth_token`], every request needs `Authorization: Bearer <token>` (401 with
+//! `WWW-Authenticate: Bearer` otherwise; compared in constant time). Bodies past
+//! [`ServeOptions::max_body_bytes`] get 413. Sessions idle for [`ServeOptions::session_idle`]
+//! end. At most [`ServeOptions::max_sessions`] upstream processes live at once; past that an
+//! `initialize` gets 503.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::Settings;
+use crate::relay::{RelayOptions, Upstream};
+
+mod envelope;
+mod http;
+mod principal;
+mod registry;
+mod security;
+mod session;
+
+pub use principal::Principal;
+
+/// The default endpoint path: `/mcp`.
+pub const DEFAULT_PATH: &str = "/mcp";
+/// The default bound on one request body, in bytes: 4 MiB (a client's messages are requests,
+/// tool arguments and answers to sampling or elicitation; 4 MiB holds a 3 MB image answer).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// The default time a session may go without a request before it ends: 30 minutes.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// The default bound on live upstream processes (sessions and stateless workers): 32.
+pub const DEFAULT_MAX_SESSIONS: usize = 32;
+
+/// What `serve` accepts and how long it keeps things.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// The endpoint's path. Default [`DEFAULT_PATH`].
+    pub path: String,
+    /// When set, every request must carry `Authorization: Bearer <token>`. Default none.
+    pub auth_token: Option<String>,
+    /// Origins (`scheme://host[:port]`, exact) accepted besides localhost ones; `*` accepts
+    /// any. Default none.
+    pub allowed_origins: Vec<String>,
+    /// The longest request body accepted, in bytes. Default [`DEFAULT_MAX_BODY_BYTES`].
+    pub max_body_bytes: usize,
+    /// How long a session (or stateless worker) may go without a request, with no request or
+    /// stream open, before it ends. Default [`DEFAULT_SESSION_IDLE`].
+    pub session_idle: Duration,
+    /// The most upstream processes alive at once. Default [`DEFAULT_MAX_SESSIONS`].
+    pub max_sessions: usize,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            path: DEFAULT_PATH.to_owned(),
+            auth_token: None,
+            allowed_origins: Vec::new(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            session_idle: DEFAULT_SESSION_IDLE,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+        }
+    }
+}
+
+/// Why `serve` could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The HTTP server failed (accepting connections).
+    #[error("the HTTP server failed: {0}")]
+    Http(#[source] std::io::Error),
+    /// The shaper of the token's principal could not be built.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+}
+
+/// The Streamable HTTP server: one upstream command, the relay's options and the shaping
+/// settings every principal's shaper is built from.
+#[derive(Debug)]
+pub struct Server {
+    state: Arc<http::App>,
+}
+
+impl Server {
+    /// A server that starts `upstream` once per session, relays with `relay`, and shapes with
+    /// a [`Boundary`](crate::boundary::Boundary) built from `settings` per principal.
+    ///
+    /// # Errors
+    /// [`ServeError::Config`] when `options.auth_token` is set and the token principal's
+    /// shaper cannot be built (a bad config file, an unopenable log): found at startup rather
+    /// than at the first request.
+    pub fn new(
+        options: ServeOptions,
+        upstream: Upstream,
+        relay: RelayOptions,
+        settings: Settings,
+    ) -> Result<Server, ServeError> {
+        let state = http::App::new(options, upstream, relay, settings)?;
+        Ok(Server {
+            state: Arc::new(state),
+        })
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then ends every session (their
+    /// servers get the relay's shutdown grace) and returns.
+    ///
+    /// # Errors
+    /// [`ServeError::Http`] when serving fails.
+    pub async fn run<F>(
+        &self,
+        listener: tokio::net::TcpListener,
+        shutdown: F,
+    ) -> Result<(), ServeError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let router = http::router(Arc::clone(&self.state));
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await;
+        self.state.shut_down().await;
+        served.map_err(ServeError::Http)
+    }
+
+    /// Writes pending telemetry and removes cache spill files of every shaper still alive
+    /// (call after [`Server::run`]).
+    pub fn finish(&self) {
+        self.state.finish();
+    }
+}
+
+/// Completes on SIGTERM, SIGINT or SIGHUP (Unix), or Ctrl-C elsewhere: the end of `serve`.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+                _ = hup.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
