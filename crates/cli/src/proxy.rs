@@ -1,5 +1,7 @@
 //! `mcp-budget proxy [OPTIONS] -- <COMMAND> [ARGS]...`: runs an MCP server behind the budget
 //! proxy on stdio. Flags become settings and a relay; the relay runs on a small tokio runtime.
+//! `mcp-budget proxy [OPTIONS] --upstream <URL> [--header 'Name: value']...`: the same for a
+//! remote server over Streamable HTTP (see `remote`).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -13,12 +15,16 @@ use mcp_budget_proxy::boundary::Boundary;
 use mcp_budget_proxy::config::{self, Settings};
 use mcp_budget_proxy::relay::{DEFAULT_MAX_LINE_BYTES, Relay, RelayOptions, Shaper, Upstream};
 
+mod remote;
+
 /// Flags of `mcp-budget proxy`.
 ///
 /// Flags win over their environment variables; see the proxy's config docs for how they meet
 /// the TOML file.
 #[derive(Debug, clap::Args)]
-#[command(override_usage = "mcp-budget proxy [OPTIONS] -- <COMMAND> [ARGS]...")]
+#[command(
+    override_usage = "mcp-budget proxy [OPTIONS] -- <COMMAND> [ARGS]...\n       mcp-budget proxy [OPTIONS] --upstream <URL> [--header 'Name: value']..."
+)]
 pub(crate) struct Args {
     /// Budget in tokens for one tools/call result [default: 10000]
     #[arg(long, value_name = "N", env = "MCP_BUDGET_MAX_TOKENS")]
@@ -95,10 +101,12 @@ pub(crate) struct Args {
     #[arg(long, value_name = "MS", default_value_t = 5000, hide = true)]
     shutdown_grace_ms: u64,
 
+    #[command(flatten)]
+    remote: remote::RemoteArgs,
+
     /// The upstream MCP server's command and its arguments (after `--`)
     #[arg(
         value_name = "COMMAND",
-        required = true,
         num_args = 1..,
         trailing_var_arg = true,
         allow_hyphen_values = true
@@ -108,10 +116,6 @@ pub(crate) struct Args {
 
 /// Runs `mcp-budget proxy` until the upstream server is gone; exits with its status.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Some((program, server_args)) = args.command.split_first() else {
-        anyhow::bail!("missing the upstream server's command (after `--`)");
-    };
-    let upstream = Upstream::new(program, server_args);
     let mut options = RelayOptions::default();
     options.max_line_bytes = args.max_line_bytes;
     options.shutdown_grace = Duration::from_millis(args.shutdown_grace_ms);
@@ -132,6 +136,19 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         cache_dir: args.cache_dir,
         blob_max_age: args.blob_max_age,
         ..Settings::default()
+    };
+    let mut settings = settings;
+    let upstream = match args.command.split_first() {
+        Some((program, server_args)) => {
+            args.remote.refuse_with_command()?;
+            Upstream::new(program, server_args)
+        }
+        None => {
+            // `[upstream]` of the config file is read here, before the boundary reads the rest.
+            settings.load_config_file()?;
+            let file = settings.file.as_ref().map(|f| &f.upstream);
+            args.remote.upstream(file)?
+        }
     };
     let boundary = Arc::new(Boundary::new(settings)?);
     let relay = Relay::new(options).with_shaper(Arc::clone(&boundary) as Arc<dyn Shaper>);
