@@ -101,8 +101,9 @@ pub(crate) struct Args {
     #[arg(long, value_name = "MS", default_value_t = 5000, hide = true)]
     shutdown_grace_ms: u64,
 
+    /// Boxed: `Command`'s variants stay close in size.
     #[command(flatten)]
-    remote: remote::RemoteArgs,
+    remote: Box<remote::RemoteArgs>,
 
     /// The upstream MCP server's command and its arguments (after `--`)
     #[arg(

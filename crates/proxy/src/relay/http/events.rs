@@ -25,6 +25,9 @@ const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 const MAX_RETRY: Duration = Duration::from_secs(30);
 /// How many times in a row a stream is resumed without receiving anything: 3.
 const MAX_RESUMES: u32 = 3;
+/// How long the rest of a stream is read after its response (for the connection's reuse):
+/// 100 ms.
+const LINGER: Duration = Duration::from_millis(100);
 /// How many times in a row the GET stream is reopened after failing: 5.
 const MAX_LISTEN_FAILURES: u32 = 5;
 
@@ -120,9 +123,24 @@ impl Transport {
         let mut events = SseStream::new(body);
         cursor.progressed = false;
         let initialize = exchange.is_some_and(Outgoing::is_initialize);
-        while let Some(event) = events.next().await {
+        let mut answered = false;
+        loop {
+            let next = if answered {
+                // The server ends the stream right after the response: reading its end lets
+                // the connection go back to the pool (dropping it unread closes it).
+                match tokio::time::timeout(LINGER, events.next()).await {
+                    Ok(next) => next,
+                    Err(_) => return End::Answered,
+                }
+            } else {
+                events.next().await
+            };
+            let Some(event) = next else {
+                break;
+            };
             let event = match event {
                 Ok(event) => event,
+                Err(_) if answered => return End::Answered,
                 Err(e) => {
                     return End::Closed {
                         why: Some(e.to_string()),
@@ -144,12 +162,13 @@ impl Transport {
             };
             cursor.progressed = true;
             let response = self.hand(data.into_bytes(), initialize).await;
-            if response && exchange.is_some() {
-                // "The server SHOULD terminate the stream" after it: closing it is harmless.
-                return End::Answered;
-            }
+            answered |= response && exchange.is_some();
         }
-        End::Closed { why: None }
+        if answered {
+            End::Answered
+        } else {
+            End::Closed { why: None }
+        }
     }
 
     /// A GET of the MCP endpoint for an SSE stream, resuming after `last_id` when given.
