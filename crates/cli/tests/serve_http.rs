@@ -221,7 +221,7 @@ fn a_client_that_disconnects_mid_call_leaves_the_session_working() {
     let id = serve.initialize(None);
     let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
         "params":{"name":"slow","arguments":{"ms":800}}});
-    let quick = reqwest::blocking::Client::builder()
+    let quick = serve_support::builder()
         .timeout(Duration::from_millis(200))
         .build()
         .unwrap();
@@ -362,4 +362,31 @@ fn stateless_requests_check_their_headers() {
     assert_eq!(ok.status(), 200);
     assert!(ok.headers().get("mcp-session-id").is_none());
     assert_eq!(first_text(&response_of(ok)), "{}");
+}
+
+#[test]
+fn serve_upstream_gives_each_session_its_own_remote_session() {
+    // HTTP → HTTP: the inner `serve` stands for any remote Streamable HTTP server.
+    let inner = Serve::fixture(&[]);
+    let outer = Serve::start(&["--upstream", &inner.url], &[]);
+    let a = outer.initialize(None);
+    let b = outer.initialize(None);
+    let echoed = outer.call(&a, None, 1, "echo", json!({"over": "http twice"}));
+    assert_eq!(first_text(&echoed), r#"{"over":"http twice"}"#);
+    let slow = outer.call(&b, None, 1, "slow", json!({"ms": 10}));
+    assert_eq!(first_text(&slow), "slept 10 ms");
+    // One remote session per client session.
+    let log = inner.wait_for_stderr("2 of 32 live");
+    assert!(log.contains("2 of 32 live"), "{log}");
+    // Ending the client's session ends its remote one (HTTP DELETE upstream).
+    let resp = client()
+        .delete(&outer.url)
+        .header("mcp-session-id", &a)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), 204);
+    let log = inner.wait_for_stderr("deleted by the client");
+    assert!(log.contains("deleted by the client"), "{log}");
+    let still = outer.call(&b, None, 2, "echo", json!({"b": 1}));
+    assert_eq!(first_text(&still), r#"{"b":1}"#);
 }

@@ -40,6 +40,10 @@
 //!
 //! [blobs]
 //! max_age_secs = 86400     # blob files older than this are removed at startup; 0 = never
+//!
+//! [upstream]               # a remote server (`proxy` without `-- <command>`); flags and env win
+//! url = "https://mcp.example.com/mcp"
+//! headers = { Authorization = "Bearer …" }
 //! ```
 //! Unknown keys are errors (a typo must not silently do nothing).
 
@@ -238,6 +242,22 @@ pub struct ConfigFile {
     /// `[tools.<name>]`, by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolRule>,
+    /// `[upstream]`.
+    #[serde(default)]
+    pub upstream: FileUpstream,
+}
+
+/// `[upstream]` of the TOML file: a remote MCP server over Streamable HTTP, used by `proxy`
+/// when no server command is given. `--upstream`/`MCP_BUDGET_UPSTREAM` win over `url`; a
+/// header of the same name from `--header` or `MCP_BUDGET_HEADERS` wins over `headers`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileUpstream {
+    /// The server's URL (`http://` or `https://`).
+    pub url: Option<String>,
+    /// Headers sent with every request, by name (credentials: `Authorization`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
 }
 
 impl ConfigFile {
