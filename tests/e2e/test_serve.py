@@ -35,10 +35,12 @@ EVERYTHING = str(NODE_BIN / "mcp-server-everything")
 
 
 @asynccontextmanager
-async def served(command: str, args: list[str], serve_args: list[str] | None = None) -> AsyncIterator[str]:
-    """`mcp-budget serve` on a free local port in front of `command args`; yields the URL."""
+async def served(command: str | None, args: list[str], serve_args: list[str] | None = None) -> AsyncIterator[str]:
+    """`mcp-budget serve` on a free local port in front of `command args` (none: `serve_args`
+    name a remote one with `--upstream`); yields the URL."""
+    upstream = ["--", command, *args] if command is not None else []
     proc = subprocess.Popen(
-        [str(BIN), "serve", "--listen", "127.0.0.1:0", *(serve_args or []), "--", command, *args],
+        [str(BIN), "serve", "--listen", "127.0.0.1:0", *(serve_args or []), *upstream],
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -197,3 +199,51 @@ async def test_a_crash_mid_call_is_an_error_over_http():
             # The server is still up: a new session works.
             async with http_session(url) as c:
                 assert body_of(wire(await c.call_tool("echo", {"again": 1}))) == '{"again":1}'
+
+
+# HTTP → HTTP: server-everything in Streamable HTTP mode behind `serve --upstream`.
+from test_remote import everything_url  # noqa: E402,F401 - the fixture
+
+_IDS = re.compile(r"[0-9a-f]{12}(\.\d+)?")
+BIG = " ".join(f"word{i} {i * 7919 % 1000}" for i in range(30_000))
+
+
+def _masked(page: dict) -> dict:
+    """A shaped result with its response ids and cursors (random per proxy) masked."""
+    return json.loads(_IDS.sub("<id>", json.dumps(page)))
+
+
+async def test_http_to_http_pages_queries_and_blobs_like_stdio(everything_url):
+    async with session(EVERYTHING, [], proxy=True) as c:
+        stdio_pages = await read_all(c, await c.call_tool("echo", {"message": BIG}))
+        stdio_query = wire(await c.call_tool(
+            "query_response", {"response_id": meta_of(stdio_pages[0])["response_id"], "query": "length"}))
+        stdio_image = wire(await c.call_tool("get-tiny-image", {}))
+    async with served(None, [], ["--upstream", everything_url]) as url, http_session(url, mode="auto") as c:
+        pages = await read_all(c, await c.call_tool("echo", {"message": BIG}))
+        query = wire(await c.call_tool(
+            "query_response", {"response_id": meta_of(pages[0])["response_id"], "query": "length"}))
+        image = wire(await c.call_tool("get-tiny-image", {}))
+    assert len(pages) > 1
+    assert [_masked(p) for p in pages] == [_masked(p) for p in stdio_pages]
+    assert not query.get("isError") and query == stdio_query
+    assert image == stdio_image
+
+
+async def test_http_to_http_progress_and_roots(everything_url):
+    seen, asked = [], []
+
+    async def on_progress(progress, total, message):
+        seen.append(progress)
+
+    roots = ["file:///tmp/serve-root-a"]
+    async with served(None, [], ["--upstream", everything_url]) as url, http_session(
+        url, mode="auto", roots=roots, roots_asked=asked
+    ) as c:
+        done = await c.call_tool("trigger-long-running-operation", {"duration": 1, "steps": 3},
+                                 progress_callback=on_progress)
+        listed = wire(await c.call_tool("get-roots-list", {}))
+    assert not done.is_error
+    assert seen == [1, 2, 3]
+    assert "serve-root-a" in "\n".join(text_items(listed)), listed
+    assert asked

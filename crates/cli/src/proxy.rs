@@ -1,5 +1,7 @@
 //! `mcp-budget proxy [OPTIONS] -- <COMMAND> [ARGS]...`: runs an MCP server behind the budget
 //! proxy on stdio. Flags become settings and a relay; the relay runs on a small tokio runtime.
+//! `mcp-budget proxy [OPTIONS] --upstream <URL> [--header 'Name: value']...`: the same for a
+//! remote server over Streamable HTTP (see `remote`).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -13,12 +15,16 @@ use mcp_budget_proxy::boundary::Boundary;
 use mcp_budget_proxy::config::{self, Settings};
 use mcp_budget_proxy::relay::{DEFAULT_MAX_LINE_BYTES, Relay, RelayOptions, Shaper, Upstream};
 
+mod remote;
+
 /// Flags of `mcp-budget proxy`.
 ///
 /// Flags win over their environment variables; see the proxy's config docs for how they meet
 /// the TOML file.
 #[derive(Debug, clap::Args)]
-#[command(override_usage = "mcp-budget proxy [OPTIONS] -- <COMMAND> [ARGS]...")]
+#[command(
+    override_usage = "mcp-budget proxy [OPTIONS] -- <COMMAND> [ARGS]...\n       mcp-budget proxy [OPTIONS] --upstream <URL> [--header 'Name: value']..."
+)]
 pub(crate) struct Args {
     /// Budget in tokens for one tools/call result [default: 10000]
     #[arg(long, value_name = "N", env = "MCP_BUDGET_MAX_TOKENS")]
@@ -105,10 +111,13 @@ pub(crate) struct Args {
     #[arg(long, value_name = "MS", default_value_t = 5000, hide = true)]
     shutdown_grace_ms: u64,
 
+    /// Boxed: `Command`'s variants stay close in size.
+    #[command(flatten)]
+    remote: Box<remote::RemoteArgs>,
+
     /// The upstream MCP server's command and its arguments (after `--`)
     #[arg(
         value_name = "COMMAND",
-        required = true,
         num_args = 1..,
         trailing_var_arg = true,
         allow_hyphen_values = true
@@ -117,15 +126,25 @@ pub(crate) struct Args {
 }
 
 impl Args {
-    /// The upstream server's command line.
+    /// The upstream server: its command line, or the remote one of `--upstream` (its URL and
+    /// headers from flags, the environment and `[upstream]` of the config file, which is then
+    /// loaded into `settings`).
     ///
     /// # Errors
-    /// When no command was given.
-    pub(crate) fn upstream(&self) -> anyhow::Result<Upstream> {
-        let Some((program, server_args)) = self.command.split_first() else {
-            anyhow::bail!("missing the upstream server's command (after `--`)");
-        };
-        Ok(Upstream::new(program, server_args))
+    /// When neither or both are given, or the config file or a header is bad.
+    pub(crate) fn upstream(&self, settings: &mut Settings) -> anyhow::Result<Upstream> {
+        match self.command.split_first() {
+            Some((program, server_args)) => {
+                self.remote.refuse_with_command()?;
+                Ok(Upstream::new(program, server_args))
+            }
+            None => {
+                // `[upstream]` of the config file is read here, before the boundary reads the rest.
+                settings.load_config_file()?;
+                let file = settings.file.as_ref().map(|f| &f.upstream);
+                self.remote.upstream(file)
+            }
+        }
     }
 
     /// The relay's limits from the flags.
@@ -163,9 +182,9 @@ impl Args {
 
 /// Runs `mcp-budget proxy` until the upstream server is gone; exits with its status.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let upstream = args.upstream()?;
     let options = args.relay_options();
-    let settings = args.settings();
+    let mut settings = args.settings();
+    let upstream = args.upstream(&mut settings)?;
     let boundary = Arc::new(Boundary::new(settings)?);
     let relay = Relay::new(options).with_shaper(Arc::clone(&boundary) as Arc<dyn Shaper>);
 

@@ -56,7 +56,8 @@ pub(crate) struct ServeArgs {
 
 /// Runs `mcp-budget serve` until SIGTERM, SIGINT or SIGHUP.
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let upstream = args.proxy.upstream()?;
+    let mut settings = args.proxy.settings();
+    let upstream = args.proxy.upstream(&mut settings)?;
     let mut options = ServeOptions::default();
     options.path = if args.path.starts_with('/') {
         args.path.clone()
@@ -72,7 +73,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         options.clone(),
         upstream,
         args.proxy.relay_options(),
-        args.proxy.settings(),
+        settings,
     )?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

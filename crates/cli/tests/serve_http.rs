@@ -221,7 +221,7 @@ fn a_client_that_disconnects_mid_call_leaves_the_session_working() {
     let id = serve.initialize(None);
     let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
         "params":{"name":"slow","arguments":{"ms":800}}});
-    let quick = reqwest::blocking::Client::builder()
+    let quick = serve_support::builder()
         .timeout(Duration::from_millis(200))
         .build()
         .unwrap();
@@ -362,4 +362,69 @@ fn stateless_requests_check_their_headers() {
     assert_eq!(ok.status(), 200);
     assert!(ok.headers().get("mcp-session-id").is_none());
     assert_eq!(first_text(&response_of(ok)), "{}");
+}
+
+#[test]
+fn serve_upstream_gives_each_session_its_own_remote_session() {
+    // HTTP → HTTP: the inner `serve` stands for any remote Streamable HTTP server.
+    let inner = Serve::fixture(&[]);
+    let outer = Serve::start(&["--upstream", &inner.url], &[]);
+    let a = outer.initialize(None);
+    let b = outer.initialize(None);
+    let echoed = outer.call(&a, None, 1, "echo", json!({"over": "http twice"}));
+    assert_eq!(first_text(&echoed), r#"{"over":"http twice"}"#);
+    let slow = outer.call(&b, None, 1, "slow", json!({"ms": 10}));
+    assert_eq!(first_text(&slow), "slept 10 ms");
+    // One remote session per client session.
+    let log = inner.wait_for_stderr("2 of 32 live");
+    assert!(log.contains("2 of 32 live"), "{log}");
+    // Ending the client's session ends its remote one (HTTP DELETE upstream).
+    let resp = client()
+        .delete(&outer.url)
+        .header("mcp-session-id", &a)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), 204);
+    let log = inner.wait_for_stderr("deleted by the client");
+    assert!(log.contains("deleted by the client"), "{log}");
+    let still = outer.call(&b, None, 2, "echo", json!({"b": 1}));
+    assert_eq!(first_text(&still), r#"{"b":1}"#);
+}
+
+#[test]
+fn stateless_requests_reuse_an_idle_worker_and_share_the_local_principal() {
+    let bin = env!("CARGO_BIN_EXE_mcp-budget");
+    let serve = Serve::start(
+        &["--max-tokens", "2000"],
+        &[bin, "fixture-server", "--protocol", "2026-07-28"],
+    );
+    let meta = json!({"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+        "io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},
+        "io.modelcontextprotocol/clientCapabilities":{}});
+    let call = |id: u64, tool: &str, args: Value| {
+        let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":tool,"arguments":args,"_meta":meta}});
+        let resp = client()
+            .post(&serve.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", tool)
+            .body(body.to_string())
+            .send()
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        response_of(resp)
+    };
+    let first = call(1, "table_rows", json!({}));
+    let cursor = meta_item(&first)["next_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Another request, with the same id as the first (another client): the cursor works.
+    let page2 = call(1, "read_more", json!({"cursor": cursor}));
+    assert_ne!(page2["result"]["isError"], json!(true), "{page2}");
+    assert!(first_text(&page2).contains("row-"), "{page2}");
+    let log = serve.stderr();
+    assert_eq!(log.matches("stateless worker started").count(), 1, "{log}");
 }

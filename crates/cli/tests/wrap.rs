@@ -213,7 +213,7 @@ fn each_client_wraps_idempotently_and_unwraps_byte_for_byte() {
 }
 
 #[test]
-fn wrapped_entries_keep_env_and_other_keys_and_skip_remote_servers() {
+fn wrapped_entries_keep_env_and_other_keys_and_route_remote_servers_through_upstream() {
     let dir = TempDir::new("keys");
     let path = place(dir.path(), "claude-code.mcp.json", ".mcp.json");
     let before: Value = serde_json::from_str(&read(&path)).expect("JSON");
@@ -238,13 +238,28 @@ fn wrapped_entries_keep_env_and_other_keys_and_skip_remote_servers() {
         before["mcpServers"]["local-tool"]["env"]
     );
     assert_eq!(servers["local-tool"]["alwaysAllow"], json!(["read"]));
-    // Remote servers stay as they were, headers included, and stderr says why.
-    assert_eq!(servers["notion"], before["mcpServers"]["notion"]);
+    // A Streamable HTTP server goes through `proxy --upstream`, its headers as `--header`s
+    // (the client expands `${…}`), its original entry kept for unwrap.
+    let original = r#"{
+      "type": "http",
+      "url": "https://mcp.notion.com/mcp",
+      "headers": {
+        "Authorization": "Bearer ${NOTION_TOKEN}"
+      }
+    }"#;
+    assert_eq!(
+        servers["notion"],
+        json!({"type": "stdio", "command": exe(),
+               "args": ["proxy", "--upstream", "https://mcp.notion.com/mcp",
+                        "--header", "Authorization: Bearer ${NOTION_TOKEN}",
+                        "--wrapped-entry", original]})
+    );
+    // Legacy SSE stays as it was, and stderr says why.
     assert_eq!(servers["asana"], before["mcpServers"]["asana"]);
     let err = stderr(&out);
     assert!(
-        err.contains("notion: skipped: remote server (https://mcp.notion.com/mcp)")
-            && err.contains("`mcp-budget proxy --upstream` does not exist yet"),
+        err.contains("asana: skipped: remote server (https://mcp.asana.com/sse)")
+            && err.contains("not legacy SSE"),
         "{err}"
     );
     // Key order of the whole file is the same.

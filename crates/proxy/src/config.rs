@@ -45,6 +45,9 @@
 //! url = "redis://127.0.0.1:6379/0"   # cached responses in Redis (replicas share cursors)
 //! timeout_ms = 2000        # deadline of one Redis command (and of connecting)
 //! max_entry_bytes = 33554432  # largest compressed response written to Redis
+//! [upstream]               # a remote server (`proxy` without `-- <command>`); flags and env win
+//! url = "https://mcp.example.com/mcp"
+//! headers = { Authorization = "Bearer …" }
 //! ```
 //! Unknown keys are errors (a typo must not silently do nothing).
 
@@ -258,6 +261,22 @@ pub struct ConfigFile {
     /// `[tools.<name>]`, by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolRule>,
+    /// `[upstream]`.
+    #[serde(default)]
+    pub upstream: FileUpstream,
+}
+
+/// `[upstream]` of the TOML file: a remote MCP server over Streamable HTTP, used by `proxy`
+/// when no server command is given. `--upstream`/`MCP_BUDGET_UPSTREAM` win over `url`; a
+/// header of the same name from `--header` or `MCP_BUDGET_HEADERS` wins over `headers`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileUpstream {
+    /// The server's URL (`http://` or `https://`).
+    pub url: Option<String>,
+    /// Headers sent with every request, by name (credentials: `Authorization`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
 }
 
 impl ConfigFile {

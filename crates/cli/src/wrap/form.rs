@@ -6,6 +6,13 @@
 //! stored: the server's own command and arguments are the elements after the first `--`, so
 //! `unwrap` gets them back from the entry alone, and an entry written by hand the way the README
 //! shows (`"command": "mcp-budget"`) is recognised too.
+//!
+//! A remote server (Streamable HTTP: a `url`/`serverUrl` with no `type`, or `type` `http`) in a
+//! JSON config becomes a stdio entry running `<…/mcp-budget> proxy [--max-tokens N] --upstream
+//! <url> [--header 'Name: value']… --wrapped-entry <the entry's original JSON text>`: its
+//! headers become `--header`s (placeholders such as `${TOKEN}` stay for the client to expand),
+//! and `unwrap` puts the original text back byte for byte. Legacy SSE (`type: sse`) and TOML
+//! remote entries are left alone.
 
 use std::fmt;
 
@@ -13,6 +20,8 @@ use std::fmt;
 const PROXY: &str = "proxy";
 /// The separator between the proxy's flags and the server's command line.
 const SEPARATOR: &str = "--";
+/// The proxy's hidden flag whose value is the original entry of a wrapped remote server.
+const WRAPPED_ENTRY: &str = "--wrapped-entry";
 
 /// What `wrap` puts in front of a server's command line.
 #[derive(Debug, Clone)]
@@ -34,6 +43,29 @@ impl Wrapper {
         args.push(SEPARATOR.to_owned());
         args
     }
+
+    /// The arguments of a wrapped remote server: `proxy [--max-tokens N] --upstream <url>
+    /// [--header 'Name: value']… --wrapped-entry <original>`.
+    pub(crate) fn remote_args(&self, remote: &HttpEntry, original: &str) -> Vec<String> {
+        let mut args = self.prefix();
+        args.pop();
+        args.push("--upstream".to_owned());
+        args.push(remote.url.clone());
+        for (name, value) in &remote.headers {
+            args.push("--header".to_owned());
+            args.push(format!("{name}: {value}"));
+        }
+        args.push(WRAPPED_ENTRY.to_owned());
+        args.push(original.to_owned());
+        args
+    }
+}
+
+/// A remote server the proxy can front: Streamable HTTP at `url`, with these headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HttpEntry {
+    pub(crate) url: String,
+    pub(crate) headers: Vec<(String, String)>,
 }
 
 /// `wrap` or `unwrap`.
@@ -49,6 +81,9 @@ pub(crate) struct EntryView {
     /// `Some(description)` when the entry names a remote server (`url`, `serverUrl`, or a
     /// `type` of `http`/`sse`/`streamable-http`).
     pub(crate) remote: Option<String>,
+    /// For a remote server the proxy can front (a JSON config's Streamable HTTP entry whose
+    /// headers are all strings): its URL and headers.
+    pub(crate) http: Option<HttpEntry>,
     /// The `command` string; `None` when absent or not a string.
     pub(crate) command: Option<String>,
     /// The `args` key.
@@ -69,6 +104,10 @@ pub(crate) enum ArgsView {
 pub(crate) enum Decision {
     /// Route the entry through the proxy.
     Wrap,
+    /// Route a remote entry through `proxy --upstream`.
+    WrapRemote(HttpEntry),
+    /// Put back the original text of a wrapped remote entry.
+    UnwrapRemote { original: String },
     /// Restore the server's command line: `args[cmd]` is its command, `args[cmd + 1..]` its
     /// arguments, `args[..cmd]` the proxy's part.
     Unwrap { cmd: usize },
@@ -83,7 +122,7 @@ pub(crate) enum Outcome {
     Unwrapped,
     AlreadyWrapped,
     NotWrapped,
-    /// A remote server, which the proxy cannot front yet.
+    /// A remote server the proxy cannot front (legacy SSE, or a TOML entry).
     Remote(String),
     /// Not a stdio server this tool understands (no `command`, odd `args`, not an object).
     Skipped(String),
@@ -107,8 +146,10 @@ impl fmt::Display for Outcome {
             Outcome::NotWrapped => f.write_str("not wrapped, left as it is"),
             Outcome::Remote(what) => write!(
                 f,
-                "skipped: remote server ({what}); `mcp-budget proxy --upstream` does not exist \
-                 yet, so it stays as it is"
+                "skipped: remote server ({what}); wrap routes Streamable HTTP servers of JSON \
+                 configs only (not legacy SSE, not Codex's TOML), so it stays as it is; to put \
+                 one behind the budget by hand, run `mcp-budget proxy --upstream <URL>` as a \
+                 stdio server"
             ),
             Outcome::Skipped(why) => write!(f, "skipped: {why}"),
         }
@@ -134,7 +175,11 @@ pub(crate) fn wrapped_split(command: &str, args: &[String]) -> Option<usize> {
 /// Decides what `action` does to an entry.
 pub(crate) fn decide(action: &Action, entry: &EntryView) -> Decision {
     if let Some(remote) = &entry.remote {
-        return Decision::Leave(Outcome::Remote(remote.clone()));
+        return match (action, &entry.http) {
+            (Action::Wrap(_), Some(http)) => Decision::WrapRemote(http.clone()),
+            (Action::Wrap(_), None) => Decision::Leave(Outcome::Remote(remote.clone())),
+            (Action::Unwrap, _) => Decision::Leave(Outcome::NotWrapped),
+        };
     }
     let Some(command) = &entry.command else {
         return Decision::Leave(Outcome::Skipped(
@@ -150,6 +195,12 @@ pub(crate) fn decide(action: &Action, entry: &EntryView) -> Decision {
             ));
         }
     };
+    if let Some(original) = wrapped_remote(command, args) {
+        return match action {
+            Action::Wrap(_) => Decision::Leave(Outcome::AlreadyWrapped),
+            Action::Unwrap => Decision::UnwrapRemote { original },
+        };
+    }
     let split = wrapped_split(command, args);
     match (action, split) {
         (Action::Wrap(_), Some(_)) => Decision::Leave(Outcome::AlreadyWrapped),
@@ -157,6 +208,24 @@ pub(crate) fn decide(action: &Action, entry: &EntryView) -> Decision {
         (Action::Unwrap, Some(cmd)) => Decision::Unwrap { cmd },
         (Action::Unwrap, None) => Decision::Leave(Outcome::NotWrapped),
     }
+}
+
+/// For a wrapped remote entry, the original entry's text (the value of `--wrapped-entry`).
+pub(crate) fn wrapped_remote(command: &str, args: &[String]) -> Option<String> {
+    if !is_mcp_budget(command) || args.first().map(String::as_str) != Some(PROXY) {
+        return None;
+    }
+    let at = args.iter().position(|a| a == WRAPPED_ENTRY)?;
+    args.get(at + 1).cloned()
+}
+
+/// Whether a remote entry's `type` (absent, or as the clients spell it) is Streamable HTTP,
+/// which the proxy speaks; `sse` (the legacy HTTP+SSE transport) and `ws` are not.
+pub(crate) fn is_streamable(kind: Option<&str>) -> bool {
+    matches!(
+        kind,
+        None | Some("http" | "streamable-http" | "streamableHttp" | "streamable_http")
+    )
 }
 
 /// The text of `remote` for an entry: its URL when it has one.
@@ -258,6 +327,7 @@ mod tests {
     fn decisions() {
         let stdio = EntryView {
             remote: None,
+            http: None,
             command: Some("npx".to_owned()),
             args: ArgsView::Strings(strings(&["-y", "srv"])),
         };
@@ -268,6 +338,7 @@ mod tests {
         );
         let wrapped = EntryView {
             remote: None,
+            http: None,
             command: Some("/opt/bin/mcp-budget".to_owned()),
             args: ArgsView::Strings(strings(&["proxy", "--", "npx"])),
         };
@@ -281,6 +352,7 @@ mod tests {
         );
         let remote = EntryView {
             remote: Some("https://x/mcp".to_owned()),
+            http: None,
             command: None,
             args: ArgsView::Missing,
         };
@@ -290,6 +362,7 @@ mod tests {
         ));
         let odd = EntryView {
             remote: None,
+            http: None,
             command: Some("srv".to_owned()),
             args: ArgsView::Invalid,
         };
@@ -299,10 +372,67 @@ mod tests {
         ));
         let no_args = EntryView {
             remote: None,
+            http: None,
             command: Some("srv".to_owned()),
             args: ArgsView::Missing,
         };
         assert_eq!(decide(&wrapper(), &no_args), Decision::Wrap);
+    }
+
+    #[test]
+    fn remote_servers_wrap_through_upstream_and_unwrap_to_their_original_text() {
+        let http = HttpEntry {
+            url: "https://x/mcp".to_owned(),
+            headers: vec![("Authorization".to_owned(), "Bearer ${T}".to_owned())],
+        };
+        let remote = EntryView {
+            remote: Some("https://x/mcp".to_owned()),
+            http: Some(http.clone()),
+            command: None,
+            args: ArgsView::Missing,
+        };
+        assert_eq!(
+            decide(&wrapper(), &remote),
+            Decision::WrapRemote(http.clone())
+        );
+        assert_eq!(
+            decide(&Action::Unwrap, &remote),
+            Decision::Leave(Outcome::NotWrapped)
+        );
+        let Action::Wrap(w) = wrapper() else {
+            panic!("a wrap action");
+        };
+        let args = w.remote_args(&http, "{\"url\":\"https://x/mcp\"}");
+        assert_eq!(
+            args,
+            strings(&[
+                "proxy",
+                "--upstream",
+                "https://x/mcp",
+                "--header",
+                "Authorization: Bearer ${T}",
+                "--wrapped-entry",
+                "{\"url\":\"https://x/mcp\"}"
+            ])
+        );
+        let wrapped = EntryView {
+            remote: None,
+            http: None,
+            command: Some("/opt/bin/mcp-budget".to_owned()),
+            args: ArgsView::Strings(args),
+        };
+        assert_eq!(
+            decide(&wrapper(), &wrapped),
+            Decision::Leave(Outcome::AlreadyWrapped)
+        );
+        assert_eq!(
+            decide(&Action::Unwrap, &wrapped),
+            Decision::UnwrapRemote {
+                original: "{\"url\":\"https://x/mcp\"}".to_owned()
+            }
+        );
+        assert!(is_streamable(None) && is_streamable(Some("http")));
+        assert!(!is_streamable(Some("sse")) && !is_streamable(Some("ws")));
     }
 
     #[test]

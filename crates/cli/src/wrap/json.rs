@@ -12,8 +12,8 @@ use jsonc_parser::common::Ranged as _;
 use jsonc_parser::{CollectOptions, ParseOptions, parse_to_ast};
 
 use super::form::{
-    Action, ArgsView, Decision, EntryView, Outcome, decide, line_break_and_indent,
-    remote_description,
+    Action, ArgsView, Decision, EntryView, HttpEntry, Outcome, decide, is_streamable,
+    line_break_and_indent, remote_description,
 };
 use super::{Note, Rewritten, Selection};
 
@@ -130,9 +130,75 @@ fn as_object<'a, 'b>(value: &'b Value<'a>) -> Option<&'b Object<'a>> {
     }
 }
 
+/// A remote entry the proxy can front: Streamable HTTP (by its `type`, or none), a URL string,
+/// and `headers`, when present, an object of strings.
+fn http_entry(entry: &Object<'_>) -> Option<HttpEntry> {
+    let url = entry
+        .get_string("url")
+        .or_else(|| entry.get_string("serverUrl"))?;
+    let kind = match entry.get("type").map(|p| &p.value) {
+        None => None,
+        Some(Value::StringLit(s)) => Some(s.value.as_ref()),
+        Some(_) => return None,
+    };
+    if !is_streamable(kind) {
+        return None;
+    }
+    let headers = match entry.get("headers").map(|p| &p.value) {
+        None => Vec::new(),
+        Some(Value::Object(map)) => map
+            .properties
+            .iter()
+            .map(|p| match &p.value {
+                Value::StringLit(s) => Some((p.name.as_str().to_owned(), s.value.to_string())),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?,
+        Some(_) => return None,
+    };
+    Some(HttpEntry {
+        url: url.value.to_string(),
+        headers,
+    })
+}
+
+/// The text of the stdio entry that replaces the remote `entry`: `type` (when the entry had
+/// one), `command` and `args`, laid out like the entry (its members' line break and indent).
+fn remote_entry_text(text: &str, entry: &Object<'_>, args: &[String], exe: &str) -> String {
+    let mut members = Vec::new();
+    if entry.get("type").is_some() {
+        members.push(format!("{}: {}", quote("type"), quote("stdio")));
+    }
+    members.push(format!("{}: {}", quote("command"), quote(exe)));
+    let items: Vec<String> = args.iter().map(|a| quote(a)).collect();
+    members.push(format!("{}: [{}]", quote("args"), items.join(", ")));
+    let inner = entry
+        .properties
+        .first()
+        .and_then(|first| line_break_and_indent(&text[entry.start() + 1..first.start()]));
+    let closing = entry
+        .properties
+        .last()
+        .map(|last| &text[last.end()..entry.end() - 1])
+        .map(|gap| gap.trim_start_matches(','))
+        .and_then(line_break_and_indent);
+    match (inner, closing) {
+        (Some(inner), Some(closing)) => {
+            let mut out = String::from("{");
+            out.push_str(inner);
+            out.push_str(&members.join(&format!(",{inner}")));
+            out.push_str(closing);
+            out.push('}');
+            out
+        }
+        _ => format!("{{{}}}", members.join(", ")),
+    }
+}
+
 /// Appends the edits `action` makes to one server entry; returns what happened.
 fn edit_entry(text: &str, entry: &Object<'_>, action: &Action, edits: &mut Vec<Edit>) -> Outcome {
     let view = EntryView {
+        http: http_entry(entry),
         remote: remote_description(
             entry
                 .get_string("url")
@@ -156,6 +222,37 @@ fn edit_entry(text: &str, entry: &Object<'_>, action: &Action, edits: &mut Vec<E
         },
     };
     let decision = decide(action, &view);
+    match (decision, action) {
+        (Decision::WrapRemote(http), Action::Wrap(wrapper)) => {
+            let original = entry.text(text);
+            let args = wrapper.remote_args(&http, original);
+            edits.push(Edit {
+                start: entry.start(),
+                end: entry.end(),
+                text: remote_entry_text(text, entry, &args, &wrapper.exe),
+            });
+            Outcome::Wrapped
+        }
+        (Decision::UnwrapRemote { original }, Action::Unwrap) => {
+            edits.push(Edit {
+                start: entry.start(),
+                end: entry.end(),
+                text: original,
+            });
+            Outcome::Unwrapped
+        }
+        (decision, _) => edit_stdio_entry(text, entry, action, decision, edits),
+    }
+}
+
+/// [`edit_entry`] for a stdio entry (and anything left as it is).
+fn edit_stdio_entry(
+    text: &str,
+    entry: &Object<'_>,
+    action: &Action,
+    decision: Decision,
+    edits: &mut Vec<Edit>,
+) -> Outcome {
     // `decide` answers Wrap/Unwrap only when `command` is a string and `args` is absent or
     // an array of strings; these lookups cannot fail then.
     let Some(command) = entry.get("command") else {
@@ -236,7 +333,10 @@ fn leave(decision: Decision) -> Outcome {
     match decision {
         Decision::Leave(outcome) => outcome,
         // Wrap/Unwrap always come with a `command` key and the matching action.
-        Decision::Wrap | Decision::Unwrap { .. } => {
+        Decision::Wrap
+        | Decision::Unwrap { .. }
+        | Decision::WrapRemote(_)
+        | Decision::UnwrapRemote { .. } => {
             Outcome::Skipped("no `command` string, so not a stdio server".to_owned())
         }
     }

@@ -64,6 +64,8 @@ fn str_value<'a>(entry: &'a dyn TableLike, key: &str) -> Option<&'a str> {
 fn edit_entry(entry: &mut dyn TableLike, action: &Action) -> Outcome {
     let view = EntryView {
         remote: remote_description(str_value(entry, "url"), str_value(entry, "type")),
+        // Codex's remote entries (bearer_token_env_var, http_headers …) are left alone.
+        http: None,
         command: str_value(entry, "command").map(str::to_owned),
         args: match entry.get("args") {
             None => ArgsView::Missing,
@@ -161,6 +163,9 @@ fn edit_entry(entry: &mut dyn TableLike, action: &Action) -> Outcome {
         (Decision::Wrap | Decision::Unwrap { .. }, _) => {
             Outcome::Skipped("no `command` string".to_owned())
         }
+        (Decision::WrapRemote(_) | Decision::UnwrapRemote { .. }, _) => Outcome::Skipped(
+            "a wrapped remote server in a TOML config is not restored by unwrap".to_owned(),
+        ),
     }
 }
 

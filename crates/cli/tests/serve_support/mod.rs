@@ -164,7 +164,13 @@ impl Drop for Serve {
 
 /// A client without a total timeout.
 pub fn client() -> Client {
-    Client::builder().build().expect("reqwest client")
+    builder().build().expect("reqwest client")
+}
+
+/// A client builder (reqwest's rustls, on for the proxy crate, needs its provider installed).
+pub fn builder() -> reqwest::blocking::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    Client::builder()
 }
 
 pub fn initialize_body() -> Value {

@@ -12,18 +12,18 @@ use super::error::RelayError;
 /// The server inherits the proxy's environment and working directory; its stderr is the
 /// proxy's stderr; its stdin and stdout are the relay's pipes.
 #[derive(Debug, Clone)]
-pub struct Upstream {
+pub struct UpstreamCommand {
     program: OsString,
     args: Vec<OsString>,
 }
 
-impl Upstream {
+impl UpstreamCommand {
     /// The server started as `program args...` (looked up on `PATH` like a shell would).
     pub fn new(
         program: impl Into<OsString>,
         args: impl IntoIterator<Item = impl Into<OsString>>,
     ) -> Self {
-        Upstream {
+        UpstreamCommand {
             program: program.into(),
             args: args.into_iter().map(Into::into).collect(),
         }

@@ -25,4 +25,7 @@ pub enum RelayError {
     /// Waiting for the upstream server to exit failed.
     #[error("cannot wait for the upstream server")]
     Wait(#[source] std::io::Error),
+    /// The HTTP client for a remote upstream server could not be set up (TLS roots, …).
+    #[error("cannot set up the HTTP client for the upstream server")]
+    HttpClient(#[source] reqwest::Error),
 }

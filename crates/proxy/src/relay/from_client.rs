@@ -18,14 +18,40 @@ use super::route::{self, Entry, Parsed, Track};
 use super::scan::Scan;
 use super::{Shaper, Shared, log, reply};
 
-/// The server's stdin, until it breaks. Dropping it closes the pipe.
+/// The server's stdin, or the queue of a transport that moves whole messages (Streamable
+/// HTTP), until it breaks. Dropping it closes the pipe (or the queue).
 pub(crate) struct ToServer {
     stdin: Option<BufWriter<ChildStdin>>,
+    queue: Option<mpsc::Sender<Vec<u8>>>,
 }
 
 impl ToServer {
+    /// Lines written to a child's stdin.
+    pub(crate) fn pipe(stdin: ChildStdin) -> ToServer {
+        ToServer {
+            stdin: Some(BufWriter::with_capacity(64 * 1024, stdin)),
+            queue: None,
+        }
+    }
+
+    /// Whole messages handed to a transport task.
+    pub(crate) fn queue(queue: mpsc::Sender<Vec<u8>>) -> ToServer {
+        ToServer {
+            stdin: None,
+            queue: Some(queue),
+        }
+    }
+
     /// Writes one line and its `\n`; `false` when the server no longer reads.
     async fn send(&mut self, line: &[u8]) -> bool {
+        if let Some(queue) = &self.queue {
+            if queue.send(line.to_vec()).await.is_ok() {
+                return true;
+            }
+            log::warn(format_args!("the upstream transport has stopped"));
+            self.queue = None;
+            return false;
+        }
         let Some(stdin) = self.stdin.as_mut() else {
             return false;
         };
@@ -37,6 +63,9 @@ impl ToServer {
     }
 
     async fn flush(&mut self) -> bool {
+        if self.queue.is_some() {
+            return true;
+        }
         let Some(stdin) = self.stdin.as_mut() else {
             return false;
         };
@@ -61,13 +90,10 @@ impl ToServer {
 /// well-behaved server to exit, once it has taken note that the client left first.
 pub(crate) async fn run<I: AsyncRead + Unpin>(
     mut lines: LineReader<I>,
-    stdin: ChildStdin,
+    mut server: ToServer,
     shared: Arc<Shared>,
     out: mpsc::Sender<Vec<u8>>,
 ) -> ToServer {
-    let mut server = ToServer {
-        stdin: Some(BufWriter::with_capacity(64 * 1024, stdin)),
-    };
     loop {
         let frame = match lines.next_frame().await {
             Ok(frame) => frame,

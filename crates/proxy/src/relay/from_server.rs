@@ -14,10 +14,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
-use tokio::io::AsyncRead;
 use tokio::sync::mpsc;
 
-use super::lines::{Frame, LineReader};
+use super::lines::{Frame, FrameSource};
 use super::route::{self, Entry, Parsed, Track};
 use super::scan::{Scan, Scanner};
 use super::{Shaper, Shared, log, reply, unparsed};
@@ -33,9 +32,9 @@ const OFFLOAD_BYTES: usize = 1024 * 1024;
 /// How many first bytes of a long line are scanned to tell a response.
 const HEAD_BYTES: usize = 64 * 1024;
 
-/// Relays the server's lines until it closes its stdout.
-pub(crate) async fn run<R: AsyncRead + Unpin>(
-    mut lines: LineReader<R>,
+/// Relays the server's lines until it closes its stdout (or the transport its queue).
+pub(crate) async fn run<F: FrameSource>(
+    mut lines: F,
     shared: Arc<Shared>,
     out: mpsc::Sender<Vec<u8>>,
 ) {

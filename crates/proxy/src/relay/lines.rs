@@ -9,6 +9,7 @@
 //! what [`Scanner`] finds at its top level (the id) is kept.
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::sync::mpsc;
 
 use super::scan::{Scan, Scanner};
 
@@ -144,6 +145,34 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 });
             }
         }
+    }
+}
+
+/// Where the relay reads a peer's frames from: a byte stream cut into lines ([`LineReader`]), or
+/// a transport that already hands over whole messages ([`FrameQueue`]).
+pub(crate) trait FrameSource: Send {
+    /// The next frame; [`Frame::Eof`] when the peer is gone.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error of the underlying stream.
+    fn next_frame(&mut self) -> impl Future<Output = std::io::Result<Frame>> + Send;
+}
+
+impl<R: AsyncRead + Unpin + Send> FrameSource for LineReader<R> {
+    async fn next_frame(&mut self) -> std::io::Result<Frame> {
+        LineReader::next_frame(self).await
+    }
+}
+
+/// Frames handed over by a transport task (one message each); [`Frame::Eof`] once every sender
+/// is gone.
+#[derive(Debug)]
+pub(crate) struct FrameQueue(pub(crate) mpsc::Receiver<Frame>);
+
+impl FrameSource for FrameQueue {
+    async fn next_frame(&mut self) -> std::io::Result<Frame> {
+        Ok(self.0.recv().await.unwrap_or(Frame::Eof))
     }
 }
 

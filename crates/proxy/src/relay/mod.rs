@@ -61,19 +61,24 @@ mod child;
 mod error;
 mod from_client;
 mod from_server;
+mod http;
 mod lines;
 mod log;
+mod remote;
 mod reply;
 mod route;
 mod scan;
 mod shaper;
 mod stdio;
 mod unparsed;
+mod upstream;
 mod writer;
 
-pub use child::Upstream;
+pub use child::UpstreamCommand;
 pub use error::RelayError;
+pub use http::{HttpUpstream, HttpUpstreamError};
 pub use shaper::Shaper;
+pub use upstream::Upstream;
 
 use lines::LineReader;
 use route::Pending;
@@ -232,13 +237,17 @@ impl Relay {
     ///
     /// Returns once the server has exited (or was killed) and every line owed to the client
     /// was written: the answers the server sent, shaped results, and an error for each request
-    /// left unanswered.
+    /// left unanswered. With an [`Upstream::Http`] server, "started" means its HTTP client is
+    /// set up, and the relay runs until the client closes its end (or `stop`); the session is
+    /// then ended with an HTTP DELETE (see [`HttpUpstream`]).
     ///
     /// # Errors
     ///
     /// [`RelayError::Spawn`] when the server cannot be started, [`RelayError::Pipes`] when its
-    /// stdio cannot be captured, [`RelayError::Wait`] when waiting for it fails. Bad input from
-    /// either side is never an error.
+    /// stdio cannot be captured, [`RelayError::Wait`] when waiting for it fails,
+    /// [`RelayError::HttpClient`] when the HTTP client cannot be built. Bad input from either
+    /// side, and a remote server that cannot be reached, are never errors (each request is
+    /// answered with a JSON-RPC error instead).
     pub async fn run<I, O>(
         &self,
         upstream: &Upstream,
@@ -272,6 +281,12 @@ impl Relay {
         O: AsyncWrite + Unpin + Send + 'static,
         S: Future<Output = ()>,
     {
+        let upstream = match upstream {
+            Upstream::Command(command) => command,
+            Upstream::Http(http) => {
+                return self.run_http(http, client_in, client_out, stop).await;
+            }
+        };
         let mut child = upstream.spawn()?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(RelayError::Pipes);
@@ -286,7 +301,7 @@ impl Relay {
         let writer = tokio::spawn(writer::run(client_out, queue));
         let mut client = tokio::spawn(from_client::run(
             LineReader::new(client_in, max),
-            stdin,
+            from_client::ToServer::pipe(stdin),
             Arc::clone(&shared),
             out.clone(),
         ));

@@ -164,7 +164,13 @@ impl Server {
     where
         F: Future<Output = ()> + Send + 'static,
     {
+        use axum::serve::ListenerExt as _;
         let router = http::router(Arc::clone(&self.state));
+        // SSE events are small writes each: without TCP_NODELAY, Nagle holds the second one
+        // until the client's delayed ACK (tens of ms).
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let served = axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await;

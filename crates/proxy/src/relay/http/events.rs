@@ -1,0 +1,249 @@
+//! Server-Sent Events: the stream that answers a POST (followed until its response, resumed
+//! with `Last-Event-ID` when it drops), and the GET stream of the server's own messages.
+//!
+//! Source: MCP 2025-06-18 and 2025-11-25, Streamable HTTP, "Listening for Messages from the
+//! Server" and "Resumability and Redelivery". Events are decoded by `sse-stream`; an event
+//! whose type is neither absent nor `message`, or whose data is empty (a 2025-11-25 priming
+//! event), carries no message.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use reqwest::header::{ACCEPT, HeaderValue};
+use reqwest::{Response, StatusCode};
+use sse_stream::SseStream;
+
+use super::super::log;
+use super::Transport;
+use super::exchange::{self, PROTOCOL_VERSION, SESSION_ID, is_event_stream};
+use super::message::Outgoing;
+
+/// How long to wait before resuming a stream when the server did not say (`retry`): 1 s.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// The longest wait the server's `retry` can ask for: 30 s.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+/// How many times in a row a stream is resumed without receiving anything: 3.
+const MAX_RESUMES: u32 = 3;
+/// How long the rest of a stream is read after its response (for the connection's reuse):
+/// 100 ms.
+const LINGER: Duration = Duration::from_millis(100);
+/// How many times in a row the GET stream is reopened after failing: 5.
+const MAX_LISTEN_FAILURES: u32 = 5;
+
+/// How a stream ended.
+enum End {
+    /// The response of the exchange arrived.
+    Answered,
+    /// The stream closed (or broke, `why`) before that.
+    Closed { why: Option<String> },
+}
+
+/// Where a stream is, for resuming it.
+struct Cursor {
+    /// The id of the last event received.
+    last_id: Option<String>,
+    /// The wait before reconnecting.
+    retry: Duration,
+    /// Whether the last stream delivered any event.
+    progressed: bool,
+}
+
+impl Cursor {
+    fn new() -> Cursor {
+        Cursor {
+            last_id: None,
+            retry: DEFAULT_RETRY,
+            progressed: false,
+        }
+    }
+}
+
+impl Transport {
+    /// Follows the SSE answer of `message` until its response, resuming it when it drops and
+    /// the server gave event ids; answers the request with an error when it cannot.
+    pub(super) async fn follow(&self, response: Response, message: &Outgoing) {
+        let mut cursor = Cursor::new();
+        let mut response = response;
+        let mut resumes = 0;
+        loop {
+            let why = match self.drain(response, &mut cursor, Some(message)).await {
+                End::Answered => return,
+                End::Closed { why } => why.map_or_else(String::new, |w| format!(" ({w})")),
+            };
+            if message.id.is_none() {
+                return;
+            }
+            let Some(last_id) = cursor.last_id.clone() else {
+                let text = format!(
+                    "the upstream server at {} closed the event stream before answering{why}; it gave no event id to resume from",
+                    self.shown
+                );
+                return self.fail_with(message, text).await;
+            };
+            resumes = if cursor.progressed { 1 } else { resumes + 1 };
+            if resumes > MAX_RESUMES {
+                let text = format!(
+                    "the upstream server at {} closed the event stream before answering{why}, and resuming it {MAX_RESUMES} times brought nothing",
+                    self.shown
+                );
+                return self.fail_with(message, text).await;
+            }
+            log::debug(format_args!(
+                "resuming an upstream event stream after event {last_id:?} in {:?}{why}",
+                cursor.retry
+            ));
+            tokio::time::sleep(cursor.retry).await;
+            response = match self.get(Some(&last_id)).send().await {
+                Ok(r) if r.status().is_success() && is_event_stream(&r) => r,
+                Ok(r) => {
+                    let text = format!(
+                        "the upstream server at {} closed the event stream before answering{why}, and refused to resume it (HTTP {})",
+                        self.shown,
+                        r.status()
+                    );
+                    return self.fail_with(message, text).await;
+                }
+                Err(e) => {
+                    return self.fail(message, exchange::Failure::Send(e)).await;
+                }
+            };
+        }
+    }
+
+    /// Reads one SSE stream, handing each message to the relay, until it ends or (with an
+    /// `exchange`) its response arrived.
+    async fn drain(
+        &self,
+        response: Response,
+        cursor: &mut Cursor,
+        exchange: Option<&Outgoing>,
+    ) -> End {
+        let body = http_body(response);
+        let mut events = SseStream::new(body);
+        cursor.progressed = false;
+        let initialize = exchange.is_some_and(Outgoing::is_initialize);
+        let mut answered = false;
+        loop {
+            let next = if answered {
+                // The server ends the stream right after the response: reading its end lets
+                // the connection go back to the pool (dropping it unread closes it).
+                match tokio::time::timeout(LINGER, events.next()).await {
+                    Ok(next) => next,
+                    Err(_) => return End::Answered,
+                }
+            } else {
+                events.next().await
+            };
+            let Some(event) = next else {
+                break;
+            };
+            let event = match event {
+                Ok(event) => event,
+                Err(_) if answered => return End::Answered,
+                Err(e) => {
+                    return End::Closed {
+                        why: Some(e.to_string()),
+                    };
+                }
+            };
+            if let Some(id) = event.id {
+                cursor.last_id = Some(id);
+                cursor.progressed = true;
+            }
+            if let Some(retry) = event.retry {
+                cursor.retry = Duration::from_millis(retry).min(MAX_RETRY);
+            }
+            if !matches!(event.event.as_deref(), None | Some("message")) {
+                continue;
+            }
+            let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
+                continue;
+            };
+            cursor.progressed = true;
+            let response = self.hand(data.into_bytes(), initialize).await;
+            answered |= response && exchange.is_some();
+        }
+        if answered {
+            End::Answered
+        } else {
+            End::Closed { why: None }
+        }
+    }
+
+    /// A GET of the MCP endpoint for an SSE stream, resuming after `last_id` when given.
+    fn get(&self, last_id: Option<&str>) -> reqwest::RequestBuilder {
+        let mut request = self
+            .client
+            .get(self.url.clone())
+            .header(ACCEPT, "text/event-stream");
+        let (session, version) = {
+            let state = self.state();
+            (state.session.clone(), state.version.clone())
+        };
+        if let Some(session) = session {
+            request = request.header(SESSION_ID, session);
+        }
+        if let Some(version) = version {
+            request = request.header(PROTOCOL_VERSION, version);
+        }
+        if let Some(id) = last_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+            request = request.header("last-event-id", id);
+        }
+        request
+    }
+
+    /// The GET stream of the server's own messages (requests such as `roots/list`,
+    /// notifications): opened after `notifications/initialized`, reopened (with
+    /// `Last-Event-ID`) when it drops, until it fails [`MAX_LISTEN_FAILURES`] times in a row or
+    /// the server says it has none (`405`). Runs until aborted.
+    pub(super) async fn listen(self: Arc<Self>) {
+        let mut cursor = Cursor::new();
+        let mut failures = 0u32;
+        loop {
+            let last_id = cursor.last_id.clone();
+            match self.get(last_id.as_deref()).send().await {
+                Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
+                    log::debug(format_args!(
+                        "the upstream server offers no GET stream (HTTP 405)"
+                    ));
+                    return;
+                }
+                Ok(r) if r.status().is_success() && is_event_stream(&r) => {
+                    let _ = self.drain(r, &mut cursor, None).await;
+                    failures = if cursor.progressed { 0 } else { failures + 1 };
+                }
+                Ok(r) => {
+                    log::debug(format_args!(
+                        "the upstream server's GET stream: HTTP {}",
+                        r.status()
+                    ));
+                    if r.status() == StatusCode::NOT_FOUND {
+                        return;
+                    }
+                    failures += 1;
+                }
+                Err(e) => {
+                    log::debug(format_args!(
+                        "the upstream server's GET stream: {}",
+                        exchange::describe_error(&e, &self.shown)
+                    ));
+                    failures += 1;
+                }
+            }
+            if failures >= MAX_LISTEN_FAILURES {
+                log::warn(format_args!(
+                    "gave up listening for the upstream server's own messages (GET stream) after {failures} failures"
+                ));
+                return;
+            }
+            let backoff = cursor.retry * 2u32.pow(failures.min(5));
+            tokio::time::sleep(backoff.min(MAX_RETRY)).await;
+        }
+    }
+}
+
+/// The body of `response` as an `http_body::Body` for the SSE decoder.
+fn http_body(response: Response) -> reqwest::Body {
+    ::http::Response::<reqwest::Body>::from(response).into_body()
+}

@@ -1,0 +1,196 @@
+//! What the transport needs to know of a message: of the client's (to choose the headers and
+//! answer failures), and of the server's (is it the response that ends an exchange).
+
+use base64::Engine as _;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::super::route::{self, Parsed};
+
+/// The first protocol version without `initialize` and sessions, whose requests carry their
+/// version in `_meta` (MCP 2026-07-28).
+const STATELESS_SINCE: &str = "2026-07-28";
+
+/// One client message, as far as the transport cares.
+#[derive(Debug, Default)]
+pub(super) struct Outgoing {
+    /// The raw id of a request (not of a response or a notification).
+    pub(super) id: Option<Vec<u8>>,
+    /// The method of a request or notification.
+    pub(super) method: Option<String>,
+    /// `_meta["io.modelcontextprotocol/protocolVersion"]` when it names a stateless version.
+    pub(super) stateless_version: Option<String>,
+    /// `params.name` (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`).
+    pub(super) name: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Params {
+    #[serde(default, rename = "_meta")]
+    meta: Option<Value>,
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    uri: Option<Value>,
+}
+
+impl Outgoing {
+    /// Reads the envelope of a client line; what cannot be read stays `None` (the line is sent
+    /// all the same: the server answers what it makes of it).
+    pub(super) fn read(line: &[u8]) -> Outgoing {
+        let mut masked = None;
+        let (parsed, text) = route::parse_lenient(line, &mut masked);
+        let Parsed::Message(envelope) = parsed else {
+            return Outgoing::default();
+        };
+        let Some(method) = envelope.method else {
+            return Outgoing::default();
+        };
+        let id = envelope.id.map(|id| route::raw_in(line, text, id).to_vec());
+        let params = envelope
+            .params
+            .and_then(|p| serde_json::from_str::<Params>(p.get()).ok());
+        let stateless_version = params
+            .as_ref()
+            .and_then(|p| p.meta.as_ref())
+            .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+            .and_then(Value::as_str)
+            .filter(|v| *v >= STATELESS_SINCE)
+            .map(str::to_owned);
+        let name = match method.as_ref() {
+            "tools/call" | "prompts/get" => params.as_ref().and_then(|p| p.name.as_ref()),
+            "resources/read" => params.as_ref().and_then(|p| p.uri.as_ref()),
+            _ => None,
+        }
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+        Outgoing {
+            id,
+            method: Some(method.into_owned()),
+            stateless_version,
+            name,
+        }
+    }
+
+    /// Whether this is the `initialize` request.
+    pub(super) fn is_initialize(&self) -> bool {
+        self.id.is_some() && self.method.as_deref() == Some("initialize")
+    }
+}
+
+/// A header value for `Mcp-Name` (MCP 2026-07-28, "Value Encoding"): the value itself when it
+/// is plain visible ASCII (spaces and tabs allowed inside) and does not look like the sentinel;
+/// `=?base64?<Base64 of its UTF-8>?=` otherwise.
+pub(super) fn header_safe(value: &str) -> String {
+    let plain = value
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
+        && value.trim_matches([' ', '\t']) == value
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    if plain {
+        value.to_owned()
+    } else {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(value.as_bytes());
+        format!("=?base64?{encoded}?=")
+    }
+}
+
+/// Whether a server message is a response (a `result` or `error`, no `method`): the message
+/// that ends an exchange. Looks for the keys with a fast substring search first, so a 12 MB
+/// result is not scanned byte by byte unless its text holds `"method"`.
+pub(super) fn is_response(message: &[u8]) -> bool {
+    let finder = |key: &[u8]| memchr::memmem::find(message, key).is_some();
+    if !finder(b"\"method\"") {
+        return finder(b"\"result\"") || finder(b"\"error\"");
+    }
+    let scan = super::super::scan::Scanner::scan(message);
+    scan.has_outcome && !scan.has_method
+}
+
+/// The `protocolVersion` of an `initialize` result, if `message` is one.
+pub(super) fn negotiated_version(message: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Response {
+        result: InitializeResult,
+    }
+    #[derive(Deserialize)]
+    struct InitializeResult {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: String,
+    }
+    serde_json::from_slice::<Response>(message)
+        .ok()
+        .map(|r| r.result.protocol_version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stateless_tools_call_gives_its_version_and_name() {
+        let line = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        let m = Outgoing::read(line);
+        assert_eq!(m.id.as_deref(), Some(&b"7"[..]));
+        assert_eq!(m.method.as_deref(), Some("tools/call"));
+        assert_eq!(m.stateless_version.as_deref(), Some("2026-07-28"));
+        assert_eq!(m.name.as_deref(), Some("get"));
+    }
+
+    #[test]
+    fn responses_and_notifications_have_no_request_id() {
+        let answer = Outgoing::read(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        assert!(answer.id.is_none() && answer.method.is_none());
+        let note = Outgoing::read(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        assert!(note.id.is_none());
+        assert_eq!(note.method.as_deref(), Some("notifications/initialized"));
+        let old = Outgoing::read(
+            br#"{"jsonrpc":"2.0","id":"a","method":"resources/read","params":{"uri":"file:///x","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}"#,
+        );
+        assert_eq!(old.id.as_deref(), Some(&b"\"a\""[..]));
+        assert_eq!(old.stateless_version, None);
+        assert_eq!(old.name.as_deref(), Some("file:///x"));
+    }
+
+    #[test]
+    fn header_values_follow_the_spec_s_encoding_examples() {
+        assert_eq!(header_safe("us-west1"), "us-west1");
+        assert_eq!(
+            header_safe("Hello, 世界"),
+            "=?base64?SGVsbG8sIOS4lueVjA==?="
+        );
+        assert_eq!(header_safe(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(header_safe("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
+        assert_eq!(
+            header_safe("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
+    }
+
+    #[test]
+    fn responses_are_told_from_requests_and_notifications() {
+        assert!(is_response(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+        assert!(is_response(
+            br#"{"result":{"content":[{"type":"text","text":"\"method\""}]},"jsonrpc":"2.0","id":1}"#
+        ));
+        assert!(is_response(
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#
+        ));
+        assert!(!is_response(
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"result":1}}"#
+        ));
+        assert!(!is_response(
+            br#"{"jsonrpc":"2.0","id":5,"method":"roots/list"}"#
+        ));
+    }
+
+    #[test]
+    fn the_negotiated_version_is_read_from_initialize_s_result() {
+        let line = br#"{"result":{"protocolVersion":"2025-06-18","capabilities":{}},"jsonrpc":"2.0","id":0}"#;
+        assert_eq!(negotiated_version(line).as_deref(), Some("2025-06-18"));
+        assert_eq!(
+            negotiated_version(br#"{"jsonrpc":"2.0","id":0,"error":{}}"#),
+            None
+        );
+    }
+}

@@ -1,0 +1,327 @@
+//! The Streamable HTTP transport, client side: the relay's upstream is a remote MCP server
+//! (`mcp-budget proxy --upstream <URL>`).
+//!
+//! Source: the MCP specification's transport section, "Streamable HTTP", revisions 2025-06-18,
+//! 2025-11-25 (sessions, a GET stream, resumable SSE streams) and 2026-07-28 (stateless: no
+//! session, no GET stream, `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` on every
+//! request).
+//!
+//! How a message moves:
+//! - Every client message is POSTed on its own (`Accept: application/json,
+//!   text/event-stream`), the body being the client's line byte for byte. Requests are sent
+//!   concurrently in the client's order, except `initialize`, whose answer (the session id and
+//!   the negotiated version) is awaited before anything else is sent.
+//! - The answer is a JSON body or an SSE stream. Each JSON-RPC message received (the body, or
+//!   each event's `data`) goes to the relay's server side as one line, so the relay routes and
+//!   shapes it as it does a child's line. A message spread over several lines (pretty-printed
+//!   JSON, several `data:` fields) is made one line by turning its line breaks into spaces:
+//!   outside strings they are whitespace, and JSON strings hold no raw line break, so the
+//!   message means the same.
+//! - `Mcp-Session-Id` from the answer to `initialize` is sent on every later request and the
+//!   version in its result as `MCP-Protocol-Version`; a request of the stateless protocol
+//!   (`_meta["io.modelcontextprotocol/protocolVersion"]` of 2026-07-28 or later) sends its own
+//!   version, `Mcp-Method` and, for `tools/call`, `resources/read` and `prompts/get`,
+//!   `Mcp-Name` (Base64 sentinel when not plain ASCII).
+//! - After the client's `notifications/initialized`, a GET stream for the server's own
+//!   messages is opened (`405` means the server offers none). It is reopened with
+//!   `Last-Event-ID` when it drops, a few times at most.
+//! - An SSE answer that ends before the response (a dropped connection, or a 2025-11-25 server
+//!   that closes the stream to be polled) is resumed with a GET carrying `Last-Event-ID` when
+//!   the server gave event ids, waiting the `retry` it asked for.
+//! - When the client leaves, the requests in flight get the grace time to finish, then the
+//!   session is ended with `DELETE`.
+//!
+//! HTTP failures are answered to the client as JSON-RPC errors of the request that caused them
+//! (code -32000, see [`exchange`]): connection refused, TLS errors, 401/403 (naming the
+//! `--header` to set), 404 on a session (expired), other statuses with the server's own text.
+//! Header values are never logged or put into messages; only their names are.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use reqwest::Url;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio::time::timeout;
+
+use super::error::RelayError;
+use super::lines::Frame;
+use super::log;
+
+mod events;
+mod exchange;
+mod message;
+
+use message::Outgoing;
+
+/// How long connecting to the server may take: 30 s.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the DELETE that ends the session may take: 2 s.
+const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A remote MCP server reached over Streamable HTTP: its URL and the headers sent with every
+/// request (credentials, typically `Authorization`).
+///
+/// Its `Debug` form and every message name the headers but never show their values, and show
+/// the URL without its query and user info.
+#[derive(Clone)]
+pub struct HttpUpstream {
+    url: Url,
+    headers: HeaderMap,
+}
+
+/// A bad `--upstream` URL or `--header`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpUpstreamError {
+    /// The URL does not parse, or is not `http` or `https`.
+    #[error("bad upstream URL: {message}")]
+    Url {
+        /// What is wrong (the URL itself is not repeated: it may hold a token).
+        message: String,
+    },
+    /// A header is not `Name: value`, or its name or value is not valid in HTTP.
+    #[error("bad header {name:?}: {message}")]
+    Header {
+        /// The header's name as given (never its value).
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl HttpUpstream {
+    /// The server at `url` (`http://` or `https://`), with no extra headers.
+    ///
+    /// # Errors
+    ///
+    /// [`HttpUpstreamError::Url`] when `url` does not parse or has another scheme.
+    pub fn new(url: &str) -> Result<HttpUpstream, HttpUpstreamError> {
+        let url = Url::parse(url.trim()).map_err(|e| HttpUpstreamError::Url {
+            message: e.to_string(),
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(HttpUpstreamError::Url {
+                message: format!(
+                    "the scheme is {:?}; only http and https are supported",
+                    url.scheme()
+                ),
+            });
+        }
+        Ok(HttpUpstream {
+            url,
+            headers: HeaderMap::new(),
+        })
+    }
+
+    /// Sends `name: value` with every request, replacing an earlier header of that name
+    /// (names are case-insensitive, RFC 9110 §5.1). The value is marked sensitive.
+    ///
+    /// # Errors
+    ///
+    /// [`HttpUpstreamError::Header`] when the name is not an HTTP token or the value holds a
+    /// line break or another control character.
+    pub fn set_header(&mut self, name: &str, value: &str) -> Result<(), HttpUpstreamError> {
+        let bad = |message: &str| HttpUpstreamError::Header {
+            name: name.to_owned(),
+            message: message.to_owned(),
+        };
+        let header = HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| bad("not a valid header name"))?;
+        let mut value = HeaderValue::from_str(value.trim())
+            .map_err(|_| bad("the value holds a character not allowed in a header"))?;
+        value.set_sensitive(true);
+        self.headers.insert(header, value);
+        Ok(())
+    }
+
+    /// [`HttpUpstream::set_header`] from one `Name: value` text (as `--header` takes it; curl's
+    /// form). Whitespace around the name and the value is dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`HttpUpstreamError::Header`] when there is no `:` or the parts are not valid.
+    pub fn set_header_line(&mut self, line: &str) -> Result<(), HttpUpstreamError> {
+        let Some((name, value)) = line.split_once(':') else {
+            let name = line.split_whitespace().next().unwrap_or_default();
+            return Err(HttpUpstreamError::Header {
+                name: name.to_owned(),
+                message: "expected `Name: value`".to_owned(),
+            });
+        };
+        self.set_header(name, value)
+    }
+
+    /// The server's URL.
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// The names of the extra headers, lowercase.
+    pub fn header_names(&self) -> impl Iterator<Item = &str> {
+        self.headers.keys().map(HeaderName::as_str)
+    }
+
+    /// The URL without user info, query or fragment, for messages.
+    pub(crate) fn shown_url(&self) -> String {
+        shown_url(&self.url)
+    }
+}
+
+impl fmt::Debug for HttpUpstream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpUpstream")
+            .field("url", &self.shown_url())
+            .field("headers", &self.header_names().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// `url` without user info, query or fragment (they may hold credentials).
+fn shown_url(url: &Url) -> String {
+    let mut shown = url.clone();
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    shown.set_fragment(None);
+    shown.to_string()
+}
+
+/// What the transport learned from the server.
+#[derive(Debug, Default)]
+struct State {
+    /// `Mcp-Session-Id` from the answer to `initialize`.
+    session: Option<HeaderValue>,
+    /// The protocol version of `initialize`'s result.
+    version: Option<String>,
+}
+
+/// The transport: POSTs the client's messages and hands what comes back to the relay.
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    url: Url,
+    /// The URL as messages show it.
+    shown: String,
+    /// Whether the user gave an `Authorization` header (named in 401/403 messages).
+    has_authorization: bool,
+    state: Mutex<State>,
+    frames: mpsc::Sender<Frame>,
+    max_line_bytes: usize,
+}
+
+impl Transport {
+    /// A transport to `upstream` that hands received messages to `frames`; messages longer
+    /// than `max_line_bytes` are handed as [`Frame::TooLong`].
+    ///
+    /// # Errors
+    ///
+    /// [`RelayError::HttpClient`] when the HTTP client cannot be built.
+    pub(crate) fn new(
+        upstream: &HttpUpstream,
+        frames: mpsc::Sender<Frame>,
+        max_line_bytes: usize,
+    ) -> Result<Arc<Transport>, RelayError> {
+        // reqwest is built without a crypto provider of its own: rustls on ring.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .default_headers(upstream.headers.clone())
+            .user_agent(concat!("mcp-budget/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(CONNECT_TIMEOUT)
+            .tcp_nodelay(true)
+            .build()
+            .map_err(RelayError::HttpClient)?;
+        Ok(Arc::new(Transport {
+            client,
+            url: upstream.url.clone(),
+            shown: upstream.shown_url(),
+            has_authorization: upstream
+                .headers
+                .contains_key(reqwest::header::AUTHORIZATION),
+            state: Mutex::new(State::default()),
+            frames,
+            max_line_bytes,
+        }))
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends the client's messages until the queue closes (the client left); then gives the
+    /// requests in flight `grace` to finish, and ends the session.
+    pub(crate) async fn run(
+        self: Arc<Self>,
+        mut messages: mpsc::Receiver<Vec<u8>>,
+        grace: Duration,
+    ) {
+        let mut in_flight = JoinSet::new();
+        let mut listener = None;
+        while let Some(line) = messages.recv().await {
+            while in_flight.try_join_next().is_some() {}
+            let message = Outgoing::read(&line);
+            match message.method.as_deref() {
+                // Its answer holds the session id and the version every later request sends.
+                Some("initialize") if message.id.is_some() => {
+                    Arc::clone(&self).exchange(line, message).await;
+                }
+                Some("notifications/initialized") => {
+                    Arc::clone(&self).exchange(line, message).await;
+                    if listener.is_none() {
+                        listener = Some(tokio::spawn(Arc::clone(&self).listen()));
+                    }
+                }
+                _ => {
+                    in_flight.spawn(Arc::clone(&self).exchange(line, message));
+                }
+            }
+        }
+        if !in_flight.is_empty() {
+            log::debug(format_args!(
+                "client left; waiting up to {grace:?} for {} upstream exchanges",
+                in_flight.len()
+            ));
+        }
+        let _ = timeout(grace, async {
+            while in_flight.join_next().await.is_some() {}
+        })
+        .await;
+        in_flight.abort_all();
+        if let Some(listener) = listener {
+            listener.abort();
+        }
+        self.end_session().await;
+    }
+
+    /// `DELETE` of the session, if there is one (2025-06-18 §"Session Management": a client
+    /// that no longer needs a session SHOULD end it; `405` means the server does not allow it).
+    async fn end_session(&self) {
+        let (session, version) = {
+            let state = self.state();
+            (state.session.clone(), state.version.clone())
+        };
+        let Some(session) = session else {
+            return;
+        };
+        let mut request = self
+            .client
+            .delete(self.url.clone())
+            .header(exchange::SESSION_ID, session)
+            .timeout(DELETE_TIMEOUT);
+        if let Some(version) = version {
+            request = request.header(exchange::PROTOCOL_VERSION, version);
+        }
+        match request.send().await {
+            Ok(response) => log::debug(format_args!(
+                "ended the upstream session: HTTP {}",
+                response.status()
+            )),
+            Err(e) => log::debug(format_args!(
+                "could not end the upstream session: {}",
+                exchange::describe_error(&e, &self.shown)
+            )),
+        }
+    }
+}
