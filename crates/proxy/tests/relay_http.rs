@@ -555,9 +555,16 @@ async fn the_get_stream_brings_server_requests_and_the_answers_are_posted() {
         .expect("the client's answer reaches the server");
     c.finish().await;
     let seen = server.seen();
-    let get = seen.iter().find(|s| s.method == "GET").expect("a GET");
-    assert_eq!(get.header("accept"), Some("text/event-stream"));
-    assert_eq!(get.header("mcp-session-id"), Some("s-9"));
+    let get = seen.iter().position(|s| s.method == "GET").expect("a GET");
+    assert_eq!(seen[get].header("accept"), Some("text/event-stream"));
+    assert_eq!(seen[get].header("mcp-session-id"), Some("s-9"));
+    // Opened before `notifications/initialized` is sent: a server that asks for roots right
+    // after it finds the stream there.
+    let initialized = seen
+        .iter()
+        .position(|s| s.body == INITIALIZED)
+        .expect("initialized was sent");
+    assert!(get < initialized, "{seen:?}");
 }
 
 #[test]

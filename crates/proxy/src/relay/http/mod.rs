@@ -22,9 +22,11 @@
 //!   (`_meta["io.modelcontextprotocol/protocolVersion"]` of 2026-07-28 or later) sends its own
 //!   version, `Mcp-Method` and, for `tools/call`, `resources/read` and `prompts/get`,
 //!   `Mcp-Name` (Base64 sentinel when not plain ASCII).
-//! - After the client's `notifications/initialized`, a GET stream for the server's own
-//!   messages is opened (`405` means the server offers none). It is reopened with
-//!   `Last-Event-ID` when it drops, a few times at most.
+//! - Once `initialize` is answered, a GET stream for the server's own messages is opened
+//!   (`405` means the server offers none), before the client's next message is sent (up to
+//!   2 s), so that a request the server sends right after `notifications/initialized`
+//!   (`roots/list`) is not lost. It is reopened with `Last-Event-ID` when it drops, a few times
+//!   at most.
 //! - An SSE answer that ends before the response (a dropped connection, or a 2025-11-25 server
 //!   that closes the stream to be polled) is resumed with a GET carrying `Last-Event-ID` when
 //!   the server gave event ids, waiting the `retry` it asked for.
@@ -42,7 +44,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio::time::timeout;
 
@@ -58,6 +60,9 @@ use message::Outgoing;
 
 /// How long connecting to the server may take: 30 s.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the first messages wait for the GET stream to open: 2 s.
+const LISTEN_WAIT: Duration = Duration::from_secs(2);
 
 /// How long the DELETE that ends the session may take: 2 s.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -262,21 +267,25 @@ impl Transport {
         while let Some(line) = messages.recv().await {
             while in_flight.try_join_next().is_some() {}
             let message = Outgoing::read(&line);
-            match message.method.as_deref() {
+            if message.is_initialize() {
                 // Its answer holds the session id and the version every later request sends.
-                Some("initialize") if message.id.is_some() => {
-                    Arc::clone(&self).exchange(line, message).await;
+                Arc::clone(&self).exchange(line, message).await;
+                if listener.is_none() && self.state().version.is_some() {
+                    // The GET stream is opened before anything else is sent: a server that
+                    // sends a request (roots/list) right after `notifications/initialized`
+                    // would otherwise send it before the stream exists, and it would be lost.
+                    let (ready, opened) = oneshot::channel();
+                    listener = Some(tokio::spawn(Arc::clone(&self).listen(ready)));
+                    let _ = timeout(LISTEN_WAIT, opened).await;
                 }
-                Some("notifications/initialized") => {
-                    Arc::clone(&self).exchange(line, message).await;
-                    if listener.is_none() {
-                        listener = Some(tokio::spawn(Arc::clone(&self).listen()));
-                    }
-                }
-                _ => {
-                    in_flight.spawn(Arc::clone(&self).exchange(line, message));
-                }
+                continue;
             }
+            if message.method.as_deref() == Some("notifications/initialized") {
+                // Before any request of the session.
+                Arc::clone(&self).exchange(line, message).await;
+                continue;
+            }
+            in_flight.spawn(Arc::clone(&self).exchange(line, message));
         }
         if !in_flight.is_empty() {
             log::debug(format_args!(
