@@ -64,6 +64,7 @@ mod from_server;
 mod lines;
 mod log;
 mod reply;
+mod rewrite;
 mod route;
 mod scan;
 mod shaper;
@@ -73,6 +74,7 @@ mod writer;
 
 pub use child::Upstream;
 pub use error::RelayError;
+pub use shaper::Rewrite;
 pub use shaper::Shaper;
 
 use lines::LineReader;
