@@ -314,5 +314,19 @@ async fn rewritten_arguments_are_spliced_into_the_client_line() {
         r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"rw_slow","arguments":{"slow":true}}}"#
     );
     assert_eq!(c.recv().await, note);
+    // The forwarded requests are in flight: the "server" answers them (cat echoes them back).
+    let mut ids = Vec::new();
+    for id in [7, 8, 9, 10, 11] {
+        c.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#
+        ))
+        .await;
+    }
+    for _ in 0..5 {
+        let answer: Value = serde_json::from_str(&c.recv().await).unwrap_or_default();
+        ids.push(answer["id"].as_u64().unwrap_or(0));
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, [7, 8, 9, 10, 11]);
     c.finish().await;
 }
