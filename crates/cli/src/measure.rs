@@ -387,6 +387,7 @@ fn what_if_table(what_ifs: &[WhatIf]) -> Table {
     }
     header.push("max abs error".into());
     header.push("changed".into());
+    header.push("proxy setting".into());
     let mut t = new_table(header, 2);
     for w in what_ifs {
         let mut cells = vec![Cell::new(what_if_label(w)), Cell::new(&w.part)];
@@ -405,6 +406,7 @@ fn what_if_table(what_ifs: &[WhatIf]) -> Table {
             None => String::new(),
         }));
         cells.push(Cell::new(changed_label(w)));
+        cells.push(Cell::new(&w.config_key));
         t.add_row(cells);
     }
     t

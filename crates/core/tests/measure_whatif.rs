@@ -103,6 +103,12 @@ fn uuids_to_12_hex_prefix() {
         numbers(what_if(&r, "uuid_prefix", None)),
         (144, 96, 33.33, 2)
     );
+    // The proxy setting that applies it.
+    assert_eq!(
+        what_if(&r, "uuid_prefix", None).config_key,
+        "uuid_prefix = true"
+    );
+    assert_eq!(what_if(&r, "floats", Some(6)).config_key, "precision = 6");
 
     // In plain text too: "run 3f2b8c1e-9a4d-4e7b-8c2f-1d5e6a7b8c9d done\n" (46 bytes) -> 22.
     let r = run("run 3f2b8c1e-9a4d-4e7b-8c2f-1d5e6a7b8c9d done\n", false);

@@ -25,6 +25,8 @@
 //! overflow = "page"        # "page" (page 1 + meta) or "summary" (elision envelope first)
 //! jq_workers = 2           # query_response: most jq worker processes alive at once
 //! jq_memory_mib = 1024     # query_response: memory bound of one jq worker, MiB
+//! uuid_prefix = true       # UUIDs in results → 12-hex prefixes, expanded back in arguments
+//! response_refs = true     # {"$response":"<id>","query":"<jq>"} arguments → cached response
 //!
 //! [tools.directory_tree]
 //! max_tokens = 4000
@@ -190,6 +192,10 @@ pub struct FileDefaults {
     pub jq_workers: Option<usize>,
     /// Memory bound of one jq worker process, in MiB.
     pub jq_memory_mib: Option<u64>,
+    /// Default of [`ToolRule::uuid_prefix`].
+    pub uuid_prefix: Option<bool>,
+    /// Default of [`ToolRule::response_refs`].
+    pub response_refs: Option<bool>,
 }
 
 /// `[tools.<name>]` of the TOML file: a rule for one upstream tool (matched by exact name).
@@ -207,6 +213,13 @@ pub struct ToolRule {
     pub overflow: Option<Overflow>,
     /// Appended (after one space) to the tool's description in `tools/list`.
     pub description_suffix: Option<String>,
+    /// UUIDs in this tool's results are shown as their 12-hex prefix, and prefixes in later
+    /// calls' arguments are expanded back (`crate::boundary::args_rewrite`). Default false.
+    pub uuid_prefix: Option<bool>,
+    /// An argument `{"$response":"<id>","query":"<jq>"}` in a call of this tool is replaced
+    /// by the cached response after the filter (`crate::boundary::args_rewrite`). Default
+    /// false.
+    pub response_refs: Option<bool>,
 }
 
 /// `[cache]` of the TOML file: the response cache (proxy-wide).
@@ -452,6 +465,10 @@ pub struct EffectiveRule {
     pub transform: Option<String>,
     /// Suffix of the tool's description.
     pub description_suffix: Option<String>,
+    /// Shorten UUIDs in results to their 12-hex prefix (`uuid_prefix`).
+    pub uuid_prefix: bool,
+    /// Replace `{"$response":…,"query":…}` arguments by cached responses (`response_refs`).
+    pub response_refs: bool,
 }
 
 impl Settings {
@@ -516,7 +533,24 @@ impl Settings {
             overflow,
             transform: rule.and_then(|r| r.transform.clone()),
             description_suffix: rule.and_then(|r| r.description_suffix.clone()),
+            uuid_prefix: rule
+                .and_then(|r| r.uuid_prefix)
+                .or(defaults.uuid_prefix)
+                .unwrap_or(false),
+            response_refs: rule
+                .and_then(|r| r.response_refs)
+                .or(defaults.response_refs)
+                .unwrap_or(false),
         }
+    }
+
+    /// Whether `response_refs` is on for some tool (in `[defaults]` or a `[tools.<name>]`):
+    /// then the hint of a paged result says how to send it back by reference.
+    pub fn response_refs_anywhere(&self) -> bool {
+        self.file.as_ref().is_some_and(|f| {
+            f.defaults.response_refs == Some(true)
+                || f.tools.values().any(|r| r.response_refs == Some(true))
+        })
     }
 
     /// The limits of `query_response` filter runs: flag or environment, then `[defaults]`,
@@ -754,6 +788,20 @@ overflow = "page"
         assert_eq!(bare.blob_max_age(), DEFAULT_BLOB_MAX_AGE);
         let e = ConfigFile::parse("[cache]\nbyte = 3\n", Path::new("t.toml"));
         assert!(matches!(e, Err(ConfigError::Toml { .. })), "{e:?}");
+    }
+
+    #[test]
+    fn uuid_prefix_and_response_refs_per_tool_beat_defaults() {
+        let file = "[defaults]\nuuid_prefix = true\n[tools.raw]\nuuid_prefix = false\nresponse_refs = true\n";
+        let s = with(file, None, None);
+        assert!(s.rule_for("any").uuid_prefix);
+        assert!(!s.rule_for("raw").uuid_prefix);
+        assert!(s.rule_for("raw").response_refs);
+        assert!(!s.rule_for("any").response_refs);
+        assert!(s.response_refs_anywhere());
+        let bare = Settings::default();
+        assert!(!bare.rule_for("x").uuid_prefix && !bare.rule_for("x").response_refs);
+        assert!(!bare.response_refs_anywhere());
     }
 
     #[test]

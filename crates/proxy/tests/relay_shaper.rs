@@ -8,7 +8,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_budget_proxy::relay::{Relay, RelayExit, RelayOptions, Shaper, StopCause, Upstream};
+use mcp_budget_proxy::relay::{
+    Relay, RelayExit, RelayOptions, Rewrite, Shaper, StopCause, Upstream,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::task::JoinHandle;
@@ -51,6 +53,24 @@ impl Shaper for Mock {
             seen.push(("list".to_owned(), u64::from(first_page)));
         }
         json!({"tools": result["tools"], "first_page": first_page})
+    }
+
+    fn may_rewrite(&self, tool: &str) -> bool {
+        tool.starts_with("rw_")
+    }
+
+    fn rewrite_call(&self, tool: &str, arguments: Value) -> Rewrite {
+        match tool {
+            "rw_args" => Rewrite::Arguments(json!({"got": arguments, "x": 2})),
+            "rw_deny" => Rewrite::Answer(
+                json!({"content": [{"type": "text", "text": "denied"}], "isError": true}),
+            ),
+            "rw_slow" => {
+                std::thread::sleep(Duration::from_millis(300));
+                Rewrite::Arguments(json!({"slow": true}))
+            }
+            _ => Rewrite::Forward,
+        }
     }
 }
 
@@ -257,5 +277,56 @@ async fn errors_and_untracked_answers_pass_unshaped_and_a_failing_shaper_is_an_e
         (msg["id"].clone(), msg["error"]["code"].clone()),
         (json!(3), json!(-32603))
     );
+    c.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewritten_arguments_are_spliced_into_the_client_line() {
+    let mut c = Client::start();
+    // New arguments replace the old ones; every other byte of the line stays.
+    c.send(r#"{"jsonrpc":"2.0", "id" : 7,"method":"tools/call","params":{"name":"rw_args","arguments": {"a" : 1.50},"_meta":{"k":1}}}"#)
+        .await;
+    assert_eq!(
+        c.recv().await,
+        r#"{"jsonrpc":"2.0", "id" : 7,"method":"tools/call","params":{"name":"rw_args","arguments": {"got":{"a":1.50},"x":2},"_meta":{"k":1}}}"#
+    );
+    // Forward: byte for byte; a tool the shaper does not ask about: byte for byte.
+    c.request(r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"rw_same","arguments":{"a" :1}}}"#)
+        .await;
+    c.request(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"plain","arguments":{"a" :1}}}"#)
+        .await;
+    // Answer: the client gets the result, the server nothing (the next echo is the next line).
+    c.send(r#"{"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"name":"rw_deny","arguments":{}}}"#)
+        .await;
+    assert_eq!(
+        c.recv().await,
+        r#"{"jsonrpc":"2.0","id":"d","result":{"content":[{"type":"text","text":"denied"}],"isError":true}}"#
+    );
+    c.request(r#"{"jsonrpc":"2.0","id":10,"method":"ping"}"#)
+        .await;
+    // A slow rewrite holds the lines behind it: their order towards the server is kept.
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"behind"}}"#;
+    c.send(r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"rw_slow","arguments":{}}}"#)
+        .await;
+    c.send(note).await;
+    assert_eq!(
+        c.recv().await,
+        r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"rw_slow","arguments":{"slow":true}}}"#
+    );
+    assert_eq!(c.recv().await, note);
+    // The forwarded requests are in flight: the "server" answers them (cat echoes them back).
+    let mut ids = Vec::new();
+    for id in [7, 8, 9, 10, 11] {
+        c.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#
+        ))
+        .await;
+    }
+    for _ in 0..5 {
+        let answer: Value = serde_json::from_str(&c.recv().await).unwrap_or_default();
+        ids.push(answer["id"].as_u64().unwrap_or(0));
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, [7, 8, 9, 10, 11]);
     c.finish().await;
 }

@@ -175,6 +175,10 @@ pub struct WhatIf {
     /// rounded value (computed in f64); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_abs_error: Option<f64>,
+    /// The proxy setting that applies this saving (`mcp-budget proxy`'s config file, per tool
+    /// under `[tools.<name>]` or under `[defaults]`): `uuid_prefix = true`,
+    /// `precision = 6`, …; `always` when the proxy always does it (`compact`).
+    pub config_key: String,
 }
 
 /// Section 3: which key paths cost most.

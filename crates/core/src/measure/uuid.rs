@@ -1,31 +1,9 @@
-//! UUIDs → a fixed 12-hex prefix.
-//!
-//! A UUID is 36 ASCII characters `8-4-4-4-12` of hex digits (either case) with dashes at byte
-//! offsets 8, 13, 18 and 23, not preceded or followed by an ASCII letter or digit (so hex runs
-//! inside longer ids are left alone). It is replaced by its first 12 hex digits, lowercased and
-//! without the dash: `3F2B8C1E-9A4D-4E7B-8C2F-1D5E6A7B8C9D` → `3f2b8c1e9a4d`. That keeps 48
-//! bits of the id (a collision needs ~16 million ids) at about a third of its tokens.
+//! UUIDs → a fixed 12-hex prefix, by the rule of [`crate::uuid`] (what the proxy's
+//! `uuid_prefix = true` does to results).
 
 use serde_json::{Map, Value};
 
-/// Length in bytes of a textual UUID.
-const UUID_LEN: usize = 36;
-
-/// Whether `b[i..i + 36]` is a UUID with clean boundaries.
-fn is_uuid_at(b: &[u8], i: usize) -> bool {
-    let Some(w) = b.get(i..i + UUID_LEN) else {
-        return false;
-    };
-    let shape_ok = w.iter().enumerate().all(|(k, &c)| match k {
-        8 | 13 | 18 | 23 => c == b'-',
-        _ => c.is_ascii_hexdigit(),
-    });
-    let before_ok = i == 0 || b.get(i - 1).is_none_or(|c| !c.is_ascii_alphanumeric());
-    let after_ok = b
-        .get(i + UUID_LEN)
-        .is_none_or(|c| !c.is_ascii_alphanumeric());
-    shape_ok && before_ok && after_ok
-}
+use crate::uuid::{UUID_LEN, is_uuid_at};
 
 /// `text` with every UUID replaced by its 12-hex prefix, and how many were replaced; `None`
 /// when there is none (the common case costs no allocation).

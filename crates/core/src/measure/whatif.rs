@@ -173,6 +173,19 @@ pub(crate) fn make(
         saved_pct,
         changed,
         max_abs_error,
+        config_key: config_key(name, precision),
+    }
+}
+
+/// The proxy setting that applies the what-if `name` ([`WhatIf::config_key`]).
+fn config_key(name: &str, precision: Option<u32>) -> String {
+    match (name, precision) {
+        ("compact", _) => "always".into(),
+        ("floats", Some(p)) => format!("precision = {p}"),
+        ("uuid_prefix", _) => "uuid_prefix = true".into(),
+        ("table", _) => "tables = \"auto\"".into(),
+        ("drop_structured_twin", _) => "always (a tool without outputSchema)".into(),
+        (other, _) => other.to_owned(),
     }
 }
 

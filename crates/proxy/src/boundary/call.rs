@@ -32,6 +32,7 @@ use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
 use super::Boundary;
+use super::args_rewrite;
 use super::parts::{self, Carrier};
 use super::store::Entry;
 use super::structured::{self, Orig, Plan, Twin};
@@ -295,6 +296,24 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
         }
     }
 
+    // `uuid_prefix`: UUIDs shortened in the documents and in a structuredContent kept beside
+    // them (the cache keeps the shortened documents; `query_response` expands them back).
+    let uuid_map = {
+        let mut kept: Vec<&mut Value> = Vec::new();
+        for slot in &mut layout {
+            if let Slot::Structured(Plan {
+                orig: Orig::Kept(v),
+                ..
+            }) = slot
+            {
+                kept.push(Arc::make_mut(v));
+            }
+        }
+        if let Some((sc, _)) = &mut after {
+            kept.push(sc);
+        }
+        args_rewrite::shorten(b, rule.uuid_prefix, &mut docs, &mut kept)
+    };
     let mut emitted = emit(
         b,
         docs,
@@ -303,6 +322,7 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
         rule.precision,
         rule.overflow,
     );
+    args_rewrite::register(b, emitted.response_id.as_deref(), uuid_map);
     let changed = emitted.mode != EmitMode::Whole
         || emitted
             .shown

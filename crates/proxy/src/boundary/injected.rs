@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 
 use super::Boundary;
 use super::args::{self, ArgFault};
+use super::args_rewrite;
 use super::call::{self, EmitMode, Slot};
 use super::parts;
 use super::store::remote::{CAS_TRIES, Miss};
@@ -224,7 +225,7 @@ fn query_failed(b: &Boundary, budget: usize, message: &str) -> Answer {
 /// else `build` of a prefix cut at a char boundary and followed by
 /// `… [cut: the message is N chars long]`. jaq's messages embed whole values (`.a.b` on a
 /// large object), so a message can be far larger than any budget.
-fn fit_message(
+pub(crate) fn fit_message(
     b: &Boundary,
     budget: usize,
     message: &str,
@@ -286,7 +287,7 @@ fn fit_text(b: &Boundary, budget: usize, text: &str) -> String {
     text[..bounds.get(lo).copied().unwrap_or(0)].to_owned()
 }
 
-fn error_answer(b: &Boundary, text: String) -> Answer {
+pub(crate) fn error_answer(b: &Boundary, text: String) -> Answer {
     let tokens = b.encoding.count(&text) as u64;
     let bytes = text.len() as u64;
     let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
@@ -425,11 +426,14 @@ fn query_response(b: &Boundary, args: &Value) -> Answer {
     let Some(query) = args.get("query").and_then(Value::as_str) else {
         return query_failed(b, budget, "missing argument \"query\" (a jq filter)");
     };
-    let input = match serde_json::to_string(&entry.query_input()) {
+    // With `uuid_prefix`, the filter and its input see full UUIDs; the output is shortened.
+    let (input, query) = args_rewrite::query_view(b, &entry.id, entry.query_input(), query);
+    let shortened = b.uuids.response_map(&entry.id).is_some();
+    let input = match serde_json::to_string(&input) {
         Ok(text) => text,
         Err(e) => return query_failed(b, budget, &format!("internal error: {e}")),
     };
-    let mut outs = match b.jq.run(query, &input) {
+    let mut outs = match b.jq.run(&query, &input) {
         Ok(outs) => outs,
         Err(e) => return query_failed(b, budget, &e.to_string()),
     };
@@ -438,22 +442,17 @@ fn query_response(b: &Boundary, args: &Value) -> Answer {
         1 => outs.pop().unwrap_or_default(),
         _ => Value::Array(outs),
     };
-    let doc = match value {
+    let mut docs = vec![match value {
         Value::String(s) => Document::Text(s),
         v => Document::Json(v),
-    };
+    }];
+    let uuid_map = args_rewrite::shorten(b, shortened, &mut docs, &mut []);
     let layout = [Slot::Text {
         doc: 0,
         extra: serde_json::Map::new(),
     }];
-    let emitted = call::emit(
-        b,
-        vec![doc],
-        &layout,
-        budget,
-        entry.precision,
-        Overflow::Page,
-    );
+    let emitted = call::emit(b, docs, &layout, budget, entry.precision, Overflow::Page);
+    args_rewrite::register(b, emitted.response_id.as_deref(), uuid_map);
     let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
     content.extend(emitted.items);
     let mut result = serde_json::Map::new();

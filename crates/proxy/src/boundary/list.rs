@@ -81,6 +81,9 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
                 o.insert("description".into(), Value::String(desc));
             }
         }
+        if b.settings.rule_for(&name).uuid_prefix {
+            super::args_rewrite::note_description(tool);
+        }
         seen.push((name, schema));
     }
     let names = if first_page {
@@ -88,6 +91,7 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
         Some(ToolNames {
             read_more: injected::free_name(READ_MORE, &taken),
             query_response: injected::free_name(QUERY_RESPONSE, &taken),
+            refs: false,
         })
     } else {
         None

@@ -96,6 +96,7 @@
 //! ```
 
 mod args;
+pub mod args_rewrite;
 mod blobs;
 mod call;
 pub mod injected;
@@ -154,6 +155,10 @@ pub struct Boundary {
     tools: RwLock<ToolState>,
     /// Runs `query_response` filters (in worker processes on unix).
     jq: crate::jq::Jq,
+    /// UUIDs shown in this session (`uuid_prefix`; see [`args_rewrite`]).
+    uuids: args_rewrite::uuids::UuidMemory,
+    /// Whether `response_refs` is on for some tool (the hints of paged results say so).
+    refs_hint: bool,
 }
 
 impl Boundary {
@@ -220,6 +225,8 @@ impl Boundary {
             telemetry,
             tools: RwLock::new(ToolState::default()),
             jq: crate::jq::Jq::new(&settings.jq_worker, settings.jq_limits()),
+            uuids: args_rewrite::uuids::UuidMemory::default(),
+            refs_hint: settings.response_refs_anywhere(),
             settings,
         })
     }
@@ -321,10 +328,13 @@ impl Boundary {
     }
 
     fn names(&self) -> ToolNames {
-        self.tools
+        let mut names: ToolNames = self
+            .tools
             .read()
             .map(|s| s.names.clone())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        names.refs = self.refs_hint;
+        names
     }
 
     /// Whether `tool` declares an outputSchema; `None` when `tools/list` has not shown it.

@@ -34,6 +34,8 @@ pub(crate) struct ToolNames {
     pub(crate) read_more: String,
     /// `query_response`, or its prefixed name.
     pub(crate) query_response: String,
+    /// `response_refs` is on for some tool: hints say how to pass a response by reference.
+    pub(crate) refs: bool,
 }
 
 impl Default for ToolNames {
@@ -41,6 +43,7 @@ impl Default for ToolNames {
         ToolNames {
             read_more: super::injected::READ_MORE.to_owned(),
             query_response: super::injected::QUERY_RESPONSE.to_owned(),
+            refs: false,
         }
     }
 }
@@ -138,13 +141,16 @@ pub(crate) fn render_meta(
         read_more: &names.read_more,
         query_response: &names.query_response,
     };
-    let m = meta::build_meta(
+    let mut m = meta::build_meta(
         &info,
         id,
         next_page.unwrap_or(0) as u64,
         total_tokens,
         tools,
     );
+    if names.refs {
+        m.hint.push_str(&super::args_rewrite::refs_hint(id));
+    }
     serde_json::to_string(&m).unwrap_or_default()
 }
 

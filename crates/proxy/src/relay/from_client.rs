@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use super::lines::{Frame, LineReader};
 use super::route::{self, Entry, Parsed, Track};
 use super::scan::Scan;
-use super::{Shaper, Shared, log, reply};
+use super::{Shaper, Shared, log, reply, rewrite};
 
 /// The server's stdin, or the queue of a transport that moves whole messages (Streamable
 /// HTTP), until it breaks. Dropping it closes the pipe (or the queue).
@@ -197,6 +197,21 @@ async fn relay_line(
         }
     }
 
+    // A call whose arguments the shaper may rewrite (`uuid_prefix`, `response_refs`): the
+    // client's later lines wait for it, so their order towards the server is kept.
+    let mut rewritten = None;
+    if let Track::Call { tool } = &track
+        && let Some(shaper) = shared.shaper.clone()
+        && shaper.may_rewrite(tool)
+    {
+        match rewrite::rewrite(shaper, tool, line, text, envelope.params, raw_id).await {
+            rewrite::Outcome::Keep => {}
+            rewrite::Outcome::Line(new) => rewritten = Some(new),
+            rewrite::Outcome::Answer(answer) => return send(out, answer).await,
+        }
+    }
+    let line = rewritten.as_deref().unwrap_or(line);
+
     let key = route::id_key(raw_id);
     let entry = Entry {
         raw_id: raw_id.into(),
@@ -313,7 +328,7 @@ async fn refuse(line: &[u8], scan: Scan, not_json: bool, out: &mpsc::Sender<Vec<
 /// Whether a request speaks the stateless protocol (2026-07-28 or later): its
 /// `_meta["io.modelcontextprotocol/protocolVersion"]` is such a version. Versions are dates,
 /// so they compare as strings.
-fn is_stateless(params: &serde_json::Value) -> bool {
+pub(super) fn is_stateless(params: &serde_json::Value) -> bool {
     params
         .get("_meta")
         .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))

@@ -66,6 +66,7 @@ mod lines;
 mod log;
 mod remote;
 mod reply;
+mod rewrite;
 mod route;
 mod scan;
 mod shaper;
@@ -77,6 +78,7 @@ mod writer;
 pub use child::UpstreamCommand;
 pub use error::RelayError;
 pub use http::{HttpUpstream, HttpUpstreamError};
+pub use shaper::Rewrite;
 pub use shaper::Shaper;
 pub use upstream::Upstream;
 

@@ -1,6 +1,7 @@
 //! The seam between the relay (I/O) and the boundary (what gets shaped).
 
 use crate::boundary::Boundary;
+pub use crate::boundary::args_rewrite::Rewrite;
 
 /// What rewrites the results the relay intercepts (the boundary, `crate::boundary`).
 ///
@@ -36,6 +37,24 @@ pub trait Shaper: Send + Sync + 'static {
     fn note_call_error(&self, tool: &str, upstream_ms: u64) {
         let _ = (tool, upstream_ms);
     }
+
+    /// Whether a client's `tools/call` of upstream `tool` (not an injected one) may need
+    /// [`Shaper::rewrite_call`]; a cheap check. `false` (the default) forwards the request
+    /// byte for byte.
+    fn may_rewrite(&self, tool: &str) -> bool {
+        let _ = tool;
+        false
+    }
+
+    /// What to do with a `tools/call` of upstream `tool` whose `params.arguments` are
+    /// `arguments` (`Null` when absent): forward it as it came, forward it with new
+    /// arguments (the rest of the line kept byte for byte), or answer it without forwarding.
+    /// Runs on the blocking pool while the client's later lines wait (their order towards
+    /// the server is kept). Forwards by default.
+    fn rewrite_call(&self, tool: &str, arguments: serde_json::Value) -> Rewrite {
+        let _ = (tool, arguments);
+        Rewrite::Forward
+    }
 }
 
 impl Shaper for Boundary {
@@ -63,5 +82,13 @@ impl Shaper for Boundary {
 
     fn note_call_error(&self, tool: &str, upstream_ms: u64) {
         Boundary::note_call_error(self, tool, upstream_ms);
+    }
+
+    fn may_rewrite(&self, tool: &str) -> bool {
+        Boundary::may_rewrite(self, tool)
+    }
+
+    fn rewrite_call(&self, tool: &str, arguments: serde_json::Value) -> Rewrite {
+        Boundary::rewrite_call(self, tool, arguments)
     }
 }
