@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use super::super::Boundary;
 use super::super::store::check_id;
+use super::super::store::remote::Miss;
 use mcp_budget_core::wire::CursorFault;
 
 /// The member that makes an object a response reference.
@@ -116,7 +117,14 @@ fn resolve(b: &Boundary, reference: &Value, path: &str) -> Result<Value, RefFaul
         fault(reason, message)
     };
     check_id(id).map_err(by_id)?;
-    let entry = b.store.get(id).map_err(by_id)?;
+    let entry = b.store.get(&b.principal, id).map_err(|m| match m {
+        Miss::Fault(f) => by_id(f),
+        Miss::Unavailable(why) => fault(
+            "expired",
+            format!("the response store did not answer ({why}): try again shortly"),
+        ),
+        Miss::Conflict => by_id(CursorFault::Expired),
+    })?;
     let query = reference
         .get("query")
         .and_then(Value::as_str)

@@ -207,7 +207,7 @@ fn plan_value(p: &Plan) -> Value {
         Orig::Doc(n) => json!({"doc": n}),
         Orig::Kept(v) => json!({"kept": &**v}),
     };
-    json!({"doc": p.doc, "own": p.own, "orig": orig, "valid": p.valid, "declared": p.declared})
+    json!({"doc": p.doc, "own": p.own, "orig": orig, "valid": p.valid, "declared": p.declared, "schema": p.schema.as_deref()})
 }
 
 fn plan_of(v: &Value) -> Option<Plan> {
@@ -227,6 +227,10 @@ fn plan_of(v: &Value) -> Option<Plan> {
         orig,
         valid: v.get("valid")?.as_bool()?,
         declared: v.get("declared")?.as_bool()?,
+        schema: v
+            .get("schema")
+            .filter(|s| !s.is_null())
+            .map(|s| Arc::new(s.clone())),
     })
 }
 
@@ -334,6 +338,7 @@ mod tests {
                     orig: Orig::Kept(Arc::new(json!({"k": 1.5}))),
                     valid: true,
                     declared: false,
+                    schema: Some(Arc::new(json!({"type": "object", "required": ["k"]}))),
                 }),
             )
             .with_array_of(Some(2))
