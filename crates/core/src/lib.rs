@@ -10,6 +10,7 @@
 //! - [`summary`]: a bounded structural summary of a JSON value (the elision preview).
 //! - [`blob`]: detection of base64 blobs and `data:` URIs inside JSON strings.
 //! - [`measure`]: what a payload costs in tokens and what each compaction would save.
+//! - [`tooldefs`]: what tool definitions cost the model, and compacting them losslessly.
 //! - [`wire`]: every shape a model or client sees (meta item, elision envelope, errors).
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -21,6 +22,7 @@ pub mod measure;
 pub mod paginate;
 pub mod summary;
 pub mod tokens;
+pub mod tooldefs;
 pub mod wire;
 
 /// The smallest budget, in tokens, that shaping accepts; smaller requests are clamped up to it.
