@@ -41,7 +41,13 @@
 //! [blobs]
 //! max_age_secs = 86400     # blob files older than this are removed at startup; 0 = never
 //! ```
+//! `[tools_list]` (allow/deny globs, description caps, schema compaction, deferred mode) is
+//! described in [`ToolsList`].
+//!
 //! Unknown keys are errors (a typo must not silently do nothing).
+
+mod tools_list;
+pub use tools_list::{ListMode, ToolsList};
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -238,6 +244,9 @@ pub struct ConfigFile {
     /// `[tools.<name>]`, by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolRule>,
+    /// `[tools_list]`: listing, compaction and deferral of the upstream tools.
+    #[serde(default)]
+    pub tools_list: ToolsList,
 }
 
 impl ConfigFile {

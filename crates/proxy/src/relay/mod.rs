@@ -73,6 +73,7 @@ mod writer;
 
 pub use child::Upstream;
 pub use error::RelayError;
+pub use shaper::CallRoute;
 pub use shaper::Shaper;
 
 use lines::LineReader;
