@@ -31,7 +31,7 @@ use crate::tokens::Encoding;
 
 /// Keywords whose meaning is the same in draft-07 and 2020-12 (`items` only in its
 /// single-schema form, `exclusiveMinimum`/`exclusiveMaximum` only as numbers).
-pub const SAFE_KEYWORDS: [&str; 41] = [
+pub const SAFE_KEYWORDS: [&str; 40] = [
     "type",
     "properties",
     "required",
@@ -71,7 +71,6 @@ pub const SAFE_KEYWORDS: [&str; 41] = [
     "writeOnly",
     "deprecated",
     "nullable",
-    "format",
     "$schema",
 ];
 
@@ -497,7 +496,7 @@ mod tests {
             drop_annotations(&mut s, "t")
         };
         assert!(base(json!({"type": "number", "minimum": 1})));
-        assert!(base(json!({"type": "string", "format": "uri"})));
+        assert!(!base(json!({"type": "string", "format": "uri"})));
         assert!(!base(
             json!({"type": "string", "contentEncoding": "base64"})
         ));
