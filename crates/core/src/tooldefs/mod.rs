@@ -47,6 +47,26 @@ pub struct Options {
     pub fold_property_descriptions: bool,
 }
 
+/// The two tools of deferred mode (`[tools_list] mode = "defer"` in the proxy), listed under
+/// `find_tools` and `call_tool` (their names after any renaming for a clash):
+/// `find_tools {query}` searches the deferred tools ([`search`]) and returns the matching
+/// definitions; `call_tool {name, arguments}` calls one of them.
+pub fn deferred_definitions(find_tools: &str, call_tool: &str) -> [Value; 2] {
+    [
+        json!({
+            "name": find_tools,
+            "description": format!("Search the available tools by name and description; returns the matching definitions, to call with {call_tool}."),
+            "inputSchema": {"type": "object", "properties": {"query": {"type": "string", "description": "words to match"}}, "required": ["query"]},
+            "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
+        }),
+        json!({
+            "name": call_tool,
+            "description": format!("Call a tool that {find_tools} returned."),
+            "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}}, "required": ["name"]}
+        }),
+    ]
+}
+
 /// The compact JSON of what the model reads of `tool`: `{"name","description","inputSchema"}`
 /// (members absent from the tool are absent here).
 pub fn model_view(tool: &Value) -> String {

@@ -124,21 +124,10 @@ pub(crate) fn defer(
     names
 }
 
-/// The definitions of `find_tools` and `call_tool`.
+/// The definitions of `find_tools` and `call_tool`
+/// ([`tooldefs::deferred_definitions`]).
 pub(crate) fn definitions(names: &DeferNames) -> [Value; 2] {
-    [
-        json!({
-            "name": names.find_tools,
-            "description": format!("Search the available tools by name and description; returns the matching definitions, to call with {}.", names.call_tool),
-            "inputSchema": {"type": "object", "properties": {"query": {"type": "string", "description": "words to match"}}, "required": ["query"]},
-            "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
-        }),
-        json!({
-            "name": names.call_tool,
-            "description": format!("Call a tool that {} returned.", names.find_tools),
-            "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}}, "required": ["name"]}
-        }),
-    ]
+    tooldefs::deferred_definitions(&names.find_tools, &names.call_tool)
 }
 
 fn defer_names(b: &Boundary) -> Option<DeferNames> {
