@@ -16,7 +16,8 @@
 //! means by convention; `required` already says it may be omitted). Three rewrites keep the set of valid instances: an empty `properties`
 //! goes, a `type` beside an `enum` whose values all have it goes, and an `anyOf` of bare
 //! `{"type": …}` schemas becomes one `type` array (`anyOf: [{type: string}, {type: null}]`
-//! → `type: ["string", "null"]`).
+//! → `type: ["string", "null"]`). `type` is moved after the other members of each schema
+//! object (order means nothing in JSON; `],"type":"object"}` is fewer tokens).
 //! `$schema` is removed from the root only when it names draft-07, 2019-09 or 2020-12 and
 //! every keyword in the schema is one whose meaning is the same in draft-07 and 2020-12
 //! ([`SAFE_KEYWORDS`]; no `format`, whose assertion differs between validators of the two
@@ -226,6 +227,7 @@ pub fn drop_annotations(schema: &mut Value, tool: &str) -> bool {
             map.shift_remove("title");
         }
         simplify(map);
+        place_type_last(map);
     });
     if droppable && let Some(m) = schema.as_object_mut() {
         m.shift_remove("$schema");
@@ -291,6 +293,22 @@ fn simplify(map: &mut Map<String, Value>) {
             };
             map.insert("type".into(), t);
         }
+    }
+}
+
+/// Moves `type` after the other members of a schema object (member order means nothing in
+/// JSON; `…],"type":"object"}` is fewer tokens than `{"type":"object",…`). Returns whether it
+/// moved.
+fn place_type_last(map: &mut Map<String, Value>) -> bool {
+    if map.len() < 2 || map.keys().last().is_some_and(|k| k == "type") {
+        return false;
+    }
+    match map.shift_remove("type") {
+        Some(t) => {
+            map.insert("type".into(), t);
+            true
+        }
+        None => false,
     }
 }
 
