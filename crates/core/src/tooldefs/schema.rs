@@ -300,7 +300,7 @@ fn simplify(map: &mut Map<String, Value>) {
 /// JSON; `…],"type":"object"}` is fewer tokens than `{"type":"object",…`). Returns whether it
 /// moved.
 fn place_type_last(map: &mut Map<String, Value>) -> bool {
-    if map.len() < 2 || map.keys().last().is_some_and(|k| k == "type") {
+    if map.len() < 2 || map.keys().next_back().is_some_and(|k| k == "type") {
         return false;
     }
     match map.shift_remove("type") {
