@@ -17,7 +17,7 @@ use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table, presets};
 use indicatif::{ProgressBar, ProgressStyle};
 use mcp_budget_core::measure::{
-    self, FieldShare, Options, PerEncoding, Report, SizeRow, ToolsCost, WhatIf,
+    self, DefinitionsCost, FieldShare, Options, PerEncoding, Report, SizeRow, ToolsCost, WhatIf,
 };
 use mcp_budget_core::tokens::Encoding;
 use serde::Serialize;
@@ -298,6 +298,9 @@ fn render_report(path: &str, r: &Report) -> String {
         s.push_str("4. Tools (tokens per tool definition, largest first)\n");
         s.push_str(&tools_table(t).to_string());
         s.push_str("\n\n");
+        s.push_str(&definitions_title(&t.definitions));
+        s.push_str(&definitions_table(&t.definitions).to_string());
+        s.push_str("\n\n");
     }
     s
 }
@@ -455,6 +458,41 @@ fn field_table(f: &FieldShare) -> Table {
         ];
         for ((_, tok), (_, p)) in r.tokens.iter().zip(r.tokens_pct.iter()) {
             cells.push(Cell::new(tok));
+            cells.push(Cell::new(format!("{p:.1}")));
+        }
+        t.add_row(cells);
+    }
+    t
+}
+
+fn definitions_title(d: &DefinitionsCost) -> String {
+    let whole: Vec<String> = d
+        .whole_json
+        .iter()
+        .map(|(e, n)| format!("{n} {e}"))
+        .collect();
+    format!(
+        "Model-visible definition tokens (name + description + inputSchema; the whole tools JSON: {}), per [tools_list] option\n",
+        whole.join(", ")
+    )
+}
+
+fn definitions_table(d: &DefinitionsCost) -> Table {
+    let encs = d
+        .options
+        .first()
+        .map(|r| enc_names(&r.tokens))
+        .unwrap_or_default();
+    let mut header: Vec<String> = vec!["option".into()];
+    for e in &encs {
+        header.push(e.clone());
+        header.push("saved %".into());
+    }
+    let mut t = new_table(header, 1);
+    for r in &d.options {
+        let mut cells = vec![Cell::new(&r.option)];
+        for ((_, n), (_, p)) in r.tokens.iter().zip(r.saved_pct.iter()) {
+            cells.push(Cell::new(n));
             cells.push(Cell::new(format!("{p:.1}")));
         }
         t.add_row(cells);

@@ -11,6 +11,7 @@
 //! - [`blob`]: detection of base64 blobs and `data:` URIs inside JSON strings.
 //! - [`measure`]: what a payload costs in tokens and what each compaction would save.
 //! - [`uuid`]: UUIDs in text and their 12-hex prefixes (the `uuid_prefix` option).
+//! - [`tooldefs`]: what tool definitions cost the model, and compacting them losslessly.
 //! - [`wire`]: every shape a model or client sees (meta item, elision envelope, errors).
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -23,6 +24,7 @@ pub mod paginate;
 pub mod summary;
 pub mod tokens;
 pub mod uuid;
+pub mod tooldefs;
 pub mod wire;
 
 /// The smallest budget, in tokens, that shaping accepts; smaller requests are clamped up to it.

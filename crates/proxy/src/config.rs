@@ -51,7 +51,13 @@
 //! url = "https://mcp.example.com/mcp"
 //! headers = { Authorization = "Bearer …" }
 //! ```
+//! `[tools_list]` (allow/deny globs, description caps, schema compaction, deferred mode) is
+//! described in [`ToolsList`].
+//!
 //! Unknown keys are errors (a typo must not silently do nothing).
+
+mod tools_list;
+pub use tools_list::{ListMode, ToolsList};
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -274,6 +280,9 @@ pub struct ConfigFile {
     /// `[tools.<name>]`, by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolRule>,
+    /// `[tools_list]`: listing, compaction and deferral of the upstream tools.
+    #[serde(default)]
+    pub tools_list: ToolsList,
     /// `[upstream]`.
     #[serde(default)]
     pub upstream: FileUpstream,

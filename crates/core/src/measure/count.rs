@@ -35,6 +35,11 @@ impl<'a> Counter<'a> {
         }
     }
 
+    /// The encodings, in column order.
+    pub(crate) fn encodings(&self) -> &[Encoding] {
+        self.encodings
+    }
+
     /// Number of encodings.
     pub(crate) fn len(&self) -> usize {
         self.encodings.len()

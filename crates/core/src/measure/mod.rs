@@ -16,13 +16,16 @@
 //! 3. **Field share** ([`FieldShare`]): top N key paths by tokens, chars share beside tokens
 //!    share (attribution rule in the `fields` module docs: each leaf's `"key":value` text is
 //!    counted once, in one pass).
-//! 4. **Tools** ([`ToolsCost`]): for a `tools/list` result, each definition's tokens.
+//! 4. **Tools** ([`ToolsCost`]): for a `tools/list` result, each definition's tokens, and
+//!    the model-visible definition tokens (name, description, inputSchema: see
+//!    [`crate::tooldefs`]) as listed and with each `[tools_list]` option ([`DefinitionsCost`]).
 //!
 //! Every token figure is [`Encoding::count`] of an exact text (never an estimate, never a sum
 //! of parts except where a row says it sums: model-visible items, field leaves, tool totals).
 
 mod aggregate;
 mod count;
+mod definitions;
 mod fields;
 mod input;
 mod report;
@@ -32,6 +35,7 @@ mod uuid;
 mod whatif;
 
 pub use aggregate::totals;
+pub use definitions::{DefinitionsCost, OptionRow};
 pub use report::{
     FieldRow, FieldShare, Kind, PerEncoding, Report, SizeRow, ToolCost, ToolsCost, WhatIf,
 };

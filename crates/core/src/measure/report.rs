@@ -220,6 +220,8 @@ pub struct ToolsCost {
     pub total: PerEncoding<usize>,
     /// One row per tool, largest first (by the first encoding; ties keep list order).
     pub tools: Vec<ToolCost>,
+    /// Model-visible definition tokens, as listed and with each `[tools_list]` option.
+    pub definitions: super::definitions::DefinitionsCost,
 }
 
 /// The cost of one tool definition: its compact JSON object as listed.

@@ -27,5 +27,9 @@ pub(crate) fn tools_cost(counter: &Counter<'_>, tools: &[Value]) -> ToolsCost {
     // Stable sort: equal costs keep list order.
     rows.sort_by(|a, b| b.tokens.first().cmp(&a.tokens.first()));
     let total = counter.sum(rows.iter().map(|r| &r.tokens));
-    ToolsCost { total, tools: rows }
+    ToolsCost {
+        total,
+        tools: rows,
+        definitions: super::definitions::definitions_cost(counter, tools),
+    }
 }

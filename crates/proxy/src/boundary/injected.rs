@@ -57,7 +57,7 @@ pub(crate) fn read_more_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "cursor": {"type": "string", "description": "next_cursor from the last item of a shortened result, like \"3fa9c2e1b07d.1\""},
+            "cursor": {"type": "string", "description": "next_cursor of the result"},
             "max_tokens": max_tokens_schema()
         },
         "required": ["cursor"]
@@ -69,8 +69,8 @@ pub(crate) fn query_response_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "response_id": {"type": "string", "description": "response_id from the last item of a shortened result"},
-            "query": {"type": "string", "description": "jq filter, e.g. '.items | map(.name)'"},
+            "response_id": {"type": "string"},
+            "query": {"type": "string", "description": "jq filter"},
             "max_tokens": max_tokens_schema()
         },
         "required": ["response_id", "query"]
@@ -78,42 +78,26 @@ pub(crate) fn query_response_schema() -> Value {
 }
 
 fn max_tokens_schema() -> Value {
-    let min = mcp_budget_core::MIN_BUDGET_TOKENS;
-    json!({
-        "type": "integer",
-        "minimum": 1,
-        "description": format!("Page size in tokens (default and maximum: the proxy's budget; less than {min} counts as {min})")
-    })
+    json!({"type": "integer", "minimum": 1, "description": "page size"})
 }
 
-/// The two tool definitions for `tools/list`.
+/// The two tool definitions for `tools/list`. Their model-visible definition tokens
+/// (`mcp_budget_core::tooldefs::definition_tokens`: name, description, inputSchema) are at
+/// most 150 cl100k tokens together (a test pins it); DESIGN.md "What is not advertised is not
+/// used": each says what it does and names every argument.
 pub(crate) fn definitions(names: &ToolNames) -> [Value; 2] {
-    let min = mcp_budget_core::MIN_BUDGET_TOKENS;
     [
         json!({
             "name": names.read_more,
             "title": "Read more of a long tool result",
-            "description": format!(
-                "Returns the next page of a tool result that was too long for the context budget. \
-                 A shortened result ends with a JSON item {{\"truncated\":true,\"next_cursor\":\"…\",…}}: \
-                 pass that next_cursor here. Pages come from the proxy's cache (the original tool is \
-                 not called again); the last page has no next_cursor. Optional max_tokens \
-                 ({min} up to the proxy's budget) sets the page size. To pick parts instead of \
-                 reading everything, use {}.", names.query_response),
+            "description": "Next page of a shortened tool result, from the proxy's cache.",
             "inputSchema": read_more_schema(),
             "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
         }),
         json!({
             "name": names.query_response,
             "title": "Query a long tool result with jq",
-            "description": format!(
-                "Runs a jq filter on the full cached result of an earlier tool call that was \
-                 shortened (its response_id is in the result's last item) and returns only what \
-                 the filter selects, e.g. 'length', 'keys', '.[0]', \
-                 '[.. | objects | select(.type == \"file\") | .name]'. The input is the result's \
-                 JSON (a plain-text result is one JSON string: try 'split(\"\\n\") | .[100:120]'). \
-                 Several outputs come back as an array. Long outputs are paged like any result \
-                 (continue with {}). The original tool is not called again.", names.read_more),
+            "description": "Run a jq query on the full cached result of a shortened response, e.g. '.items|length'.",
             "inputSchema": query_response_schema(),
             "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
         }),
@@ -485,6 +469,25 @@ mod tests {
             free_name("read_more", &["read_more", "budget_read_more"]),
             "budget_budget_read_more"
         );
+    }
+
+    #[test]
+    fn definitions_cost_at_most_150_tokens_together() {
+        let enc = mcp_budget_core::tokens::Encoding::Cl100kBase;
+        let defs = definitions(&ToolNames {
+            read_more: READ_MORE.into(),
+            query_response: QUERY_RESPONSE.into(),
+            refs: false,
+        });
+        let tokens: usize = defs
+            .iter()
+            .map(|d| mcp_budget_core::tooldefs::definition_tokens(d, &enc))
+            .sum();
+        assert!(tokens <= 150, "{tokens} tokens");
+        let text = serde_json::to_string(&defs).unwrap_or_default();
+        for word in ["cursor", "response_id", "query", "max_tokens", "jq", "page"] {
+            assert!(text.contains(word), "{word} is not advertised");
+        }
     }
 
     #[test]

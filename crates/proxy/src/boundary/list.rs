@@ -12,6 +12,9 @@
 //!   page already has is renamed with the `budget_` prefix, and hints name the renamed tool.
 //!   A clash with a tool on a later page cannot be seen in time and is not handled.
 //!
+//! - First of all, `[tools_list]` drops refused tools and compacts the others; last, in
+//!   deferred mode, replaces them by `find_tools`/`call_tool` (`super::tools_list`).
+//!
 //! A result without a `tools` array is returned unchanged.
 
 use serde_json::Value;
@@ -56,6 +59,7 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
     let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
         return result;
     };
+    super::tools_list::prepare(b, tools);
     let mut seen: Vec<(String, Option<Arc<Value>>)> = Vec::with_capacity(tools.len());
     for tool in tools.iter_mut() {
         let Some(name) = tool.get("name").and_then(Value::as_str).map(str::to_owned) else {
@@ -85,6 +89,10 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
             super::args_rewrite::note_description(tool);
         }
         seen.push((name, schema));
+    }
+    {
+        let taken: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+        super::tools_list::defer(b, tools, first_page, &taken);
     }
     let names = if first_page {
         let taken: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();

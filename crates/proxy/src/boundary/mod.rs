@@ -107,6 +107,7 @@ mod store;
 mod structured;
 #[cfg(test)]
 mod structured_cache_tests;
+pub mod tools_list;
 mod walk;
 
 use std::collections::HashMap;
@@ -138,6 +139,8 @@ struct ToolState {
     schemas: HashMap<String, Option<Arc<Value>>>,
     /// Names of the injected tools (prefixed on a clash).
     names: ToolNames,
+    /// `[tools_list] mode = "defer"`: the deferred tools.
+    catalog: tools_list::Catalog,
 }
 
 /// Shapes `tools/list` and `tools/call` results and answers the injected tools.
@@ -243,7 +246,10 @@ impl Boundary {
     /// `params` is the request's `params` (`{"name": …, "arguments": {…}}`).
     pub fn answer_injected(&self, params: &Value) -> Option<Value> {
         let started = Instant::now();
-        let answer = injected::answer(self, params)?;
+        let answer = match tools_list::answer_find(self, params) {
+            Some(a) => a,
+            None => injected::answer(self, params)?,
+        };
         if let Some(t) = &self.telemetry {
             let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
             t.send(PendingRecord {
@@ -305,6 +311,25 @@ impl Boundary {
     /// remembers which tools declare an outputSchema. Never fails.
     pub fn shape_list_result(&self, result: Value, first_page: bool) -> Value {
         list::shape(self, result, first_page)
+    }
+
+    /// What to do with a client's `tools/call` (its `params`) before forwarding it: refuse a
+    /// tool `[tools_list]` denies, or turn `call_tool` into a call of the named tool
+    /// ([`tools_list::CallRoute`]). Cheap: no tokenizing except for the error it may write.
+    pub fn route_call(&self, params: &Value) -> tools_list::CallRoute {
+        tools_list::route(self, params)
+    }
+
+    /// Whether a `tools/call` of `tool` may be one [`Boundary::route_call`] changes.
+    pub fn may_route(&self, tool: &str) -> bool {
+        tools_list::may_route(self, tool)
+    }
+
+    /// Whether a `tools/call` of `tool` is one the proxy answers itself (`read_more`,
+    /// `query_response`, deferred mode's `find_tools`).
+    pub fn answers(&self, tool: &str) -> bool {
+        let n = self.names();
+        tool == n.read_more || tool == n.query_response || tools_list::is_find_tools(self, tool)
     }
 
     /// The names the injected tools are listed under: (`read_more`, `query_response`), or

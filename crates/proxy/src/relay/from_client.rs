@@ -5,6 +5,8 @@
 //! `query_response`) is answered here and never reaches the server: on a task of its own, so
 //! the lines behind it keep flowing while a slow `query_response` runs (its answer may
 //! overtake them). The line order of everything forwarded is the client's order.
+//! A `tools/call` the shaper routes (`[tools_list]`: a refused tool, deferred mode's
+//! `call_tool`) is answered here or forwarded as the rewritten call it names.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -16,7 +18,7 @@ use tokio::sync::mpsc;
 use super::lines::{Frame, LineReader};
 use super::route::{self, Entry, Parsed, Track};
 use super::scan::Scan;
-use super::{Shaper, Shared, log, reply, rewrite};
+use super::{CallRoute, Shaper, Shared, log, reply, rewrite};
 
 /// The server's stdin, or the queue of a transport that moves whole messages (Streamable
 /// HTTP), until it breaks. Dropping it closes the pipe (or the queue).
@@ -174,15 +176,40 @@ async fn relay_line(
     };
     let raw_id = route::raw_in(line, text, id);
 
-    let (track, progress_token) = route::request_info(method, envelope.params);
+    let (mut track, progress_token) = route::request_info(method, envelope.params);
+    let parse_params = || -> serde_json::Value {
+        envelope
+            .params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default()
+    };
+    // `[tools_list]`: a refused tool is answered here; `call_tool` becomes a call of its tool.
+    let mut rewritten: Option<(Vec<u8>, serde_json::Value)> = None;
+    if let Track::Call { tool } = &track
+        && let Some(shaper) = shared.shaper.clone()
+        && shaper.may_route(tool)
+    {
+        match shaper.route_call(&parse_params()) {
+            CallRoute::Forward => {}
+            CallRoute::Answer(result) => {
+                let stateless = is_stateless(&parse_params());
+                send(out, result_line(raw_id, result, stateless)).await;
+                return;
+            }
+            CallRoute::Rewrite { params, tool } => {
+                rewritten = Some((rewrite_line(raw_id, &params), params));
+                track = Track::Call { tool };
+            }
+        }
+    }
     if let Track::Call { tool } = &track
         && let Some(shaper) = shared.shaper.clone()
         && shaper.may_answer(tool)
     {
-        let params: serde_json::Value = envelope
-            .params
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or_default();
+        let params = match &rewritten {
+            Some((_, p)) => p.clone(),
+            None => parse_params(),
+        };
         if params.get("name").and_then(serde_json::Value::as_str) == Some(tool.as_str()) {
             // Answered on a task of its own: an injected tool may run jq over a cached 12 MB
             // response (on the blocking pool, jq itself in a worker process with a deadline), and the
@@ -199,18 +226,27 @@ async fn relay_line(
 
     // A call whose arguments the shaper may rewrite (`uuid_prefix`, `response_refs`): the
     // client's later lines wait for it, so their order towards the server is kept.
-    let mut rewritten = None;
+    // A `call_tool` already rewritten above is rewritten again from its new line.
+    let mut with_args = None;
     if let Track::Call { tool } = &track
         && let Some(shaper) = shared.shaper.clone()
         && shaper.may_rewrite(tool)
     {
-        match rewrite::rewrite(shaper, tool, line, text, envelope.params, raw_id).await {
+        let outcome = match &rewritten {
+            None => rewrite::rewrite(shaper, tool, line, text, envelope.params, raw_id).await,
+            Some((routed, _)) => rewrite::rewrite_routed(shaper, tool, routed, raw_id).await,
+        };
+        match outcome {
             rewrite::Outcome::Keep => {}
-            rewrite::Outcome::Line(new) => rewritten = Some(new),
+            rewrite::Outcome::Line(new) => with_args = Some(new),
             rewrite::Outcome::Answer(answer) => return send(out, answer).await,
         }
     }
-    let line = rewritten.as_deref().unwrap_or(line);
+    let line: &[u8] = match (&with_args, &rewritten) {
+        (Some(new), _) => new,
+        (None, Some((routed, _))) => routed,
+        (None, None) => line,
+    };
 
     let key = route::id_key(raw_id);
     let entry = Entry {
@@ -271,18 +307,7 @@ async fn answer_injected(
     let stateless = is_stateless(&params);
     let answer = tokio::task::spawn_blocking(move || shaper.answer_injected(&params)).await;
     let line = match answer {
-        Ok(Some(mut result)) => {
-            if stateless
-                && let Some(object) = result.as_object_mut()
-                && !object.contains_key("resultType")
-            {
-                // 2026-07-28: every result says what it is.
-                object.insert("resultType".to_owned(), "complete".into());
-            }
-            reply::result_line(&raw_id, &result).unwrap_or_else(|e| {
-                reply::error_line(&raw_id, reply::INTERNAL_ERROR, &format!("mcp-budget: {e}"))
-            })
-        }
+        Ok(Some(result)) => result_line(&raw_id, result, stateless),
         Ok(None) => reply::error_line(
             &raw_id,
             reply::INTERNAL_ERROR,
@@ -295,6 +320,31 @@ async fn answer_injected(
         }
     };
     send(&out, line).await;
+}
+
+/// The response line of a result the proxy writes itself; a stateless request's result gets
+/// `resultType: "complete"` (2026-07-28: every result says what it is).
+fn result_line(raw_id: &[u8], mut result: serde_json::Value, stateless: bool) -> Vec<u8> {
+    if stateless
+        && let Some(object) = result.as_object_mut()
+        && !object.contains_key("resultType")
+    {
+        object.insert("resultType".to_owned(), "complete".into());
+    }
+    reply::result_line(raw_id, &result).unwrap_or_else(|e| {
+        reply::error_line(raw_id, reply::INTERNAL_ERROR, &format!("mcp-budget: {e}"))
+    })
+}
+
+/// A `tools/call` request line with id `raw_id` (its bytes, kept as sent, so the response
+/// finds its pending entry) and `params`.
+fn rewrite_line(raw_id: &[u8], params: &serde_json::Value) -> Vec<u8> {
+    let mut line = b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec();
+    line.extend_from_slice(raw_id);
+    line.extend_from_slice(b",\"method\":\"tools/call\",\"params\":");
+    line.extend_from_slice(params.to_string().as_bytes());
+    line.push(b'}');
+    line
 }
 
 /// Drops a line that is not a JSON-RPC message; answers it when it was a request whose id

@@ -79,6 +79,7 @@ pub use child::UpstreamCommand;
 pub use error::RelayError;
 pub use http::{HttpUpstream, HttpUpstreamError};
 pub use shaper::Rewrite;
+pub use shaper::CallRoute;
 pub use shaper::Shaper;
 pub use upstream::Upstream;
 

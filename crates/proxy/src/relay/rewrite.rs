@@ -100,3 +100,19 @@ pub(super) async fn rewrite(
         }
     }
 }
+
+/// [`rewrite`] of a line the proxy itself wrote (`call_tool` routed to its tool): parsed again
+/// to find its arguments. A line that does not parse goes on as it is.
+pub(super) async fn rewrite_routed(
+    shaper: Arc<dyn Shaper>,
+    tool: &str,
+    line: &[u8],
+    raw_id: &[u8],
+) -> Outcome {
+    let mut masked = None;
+    let (parsed, text) = route::parse_lenient(line, &mut masked);
+    let route::Parsed::Message(envelope) = parsed else {
+        return Outcome::Keep;
+    };
+    rewrite(shaper, tool, line, text, envelope.params, raw_id).await
+}

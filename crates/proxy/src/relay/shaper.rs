@@ -2,6 +2,7 @@
 
 use crate::boundary::Boundary;
 pub use crate::boundary::args_rewrite::Rewrite;
+pub use crate::boundary::tools_list::CallRoute;
 
 /// What rewrites the results the relay intercepts (the boundary, `crate::boundary`).
 ///
@@ -29,6 +30,22 @@ pub trait Shaper: Send + Sync + 'static {
     /// The shaped `result` of a `tools/list` response; `first_page` when the request had no
     /// cursor (the injected tools go on the first page only).
     fn shape_list_result(&self, result: serde_json::Value, first_page: bool) -> serde_json::Value;
+
+    /// Whether a `tools/call` of `tool` may be one [`Shaper::route_call`] changes (a cheap
+    /// check; `false` must imply that `route_call` would return [`CallRoute::Forward`]).
+    /// `false` by default.
+    fn may_route(&self, tool: &str) -> bool {
+        let _ = tool;
+        false
+    }
+
+    /// What to do with a client's `tools/call` (`params` as sent) before it is forwarded:
+    /// forward it, answer it, or forward a rewritten call (`[tools_list]`). Runs on the
+    /// relay's task: it must be quick. Forwards by default.
+    fn route_call(&self, params: &serde_json::Value) -> CallRoute {
+        let _ = params;
+        CallRoute::Forward
+    }
 
     /// A `tools/call` of `tool` was answered without a result: a JSON-RPC `error` from the
     /// server, or an error the relay wrote in its place (the server exited or timed out).
@@ -59,8 +76,15 @@ pub trait Shaper: Send + Sync + 'static {
 
 impl Shaper for Boundary {
     fn may_answer(&self, tool: &str) -> bool {
-        let (read_more, query_response) = self.injected_names();
-        tool == read_more || tool == query_response
+        self.answers(tool)
+    }
+
+    fn may_route(&self, tool: &str) -> bool {
+        Boundary::may_route(self, tool)
+    }
+
+    fn route_call(&self, params: &serde_json::Value) -> CallRoute {
+        Boundary::route_call(self, params)
     }
 
     fn answer_injected(&self, params: &serde_json::Value) -> Option<serde_json::Value> {
