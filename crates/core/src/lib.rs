@@ -10,6 +10,8 @@
 //! - [`summary`]: a bounded structural summary of a JSON value (the elision preview).
 //! - [`blob`]: detection of base64 blobs and `data:` URIs inside JSON strings.
 //! - [`measure`]: what a payload costs in tokens and what each compaction would save.
+//! - [`table`]: the table form of JSON (arrays of objects as header and rows), its decoder
+//!   and its budgeted pages.
 //! - [`wire`]: every shape a model or client sees (meta item, elision envelope, errors).
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -20,6 +22,7 @@ pub mod dialect;
 pub mod measure;
 pub mod paginate;
 pub mod summary;
+pub mod table;
 pub mod tokens;
 pub mod wire;
 
