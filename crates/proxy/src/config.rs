@@ -32,6 +32,7 @@
 //! transform = 'del(.. | .duration_ns?)'   # jq filter on the JSON of each text item
 //! overflow = "summary"
 //! description_suffix = "Large trees are paged; use read_more."
+//! tables = "auto"          # arrays of objects as header + rows where that saves >= 10%
 //!
 //! [cache]                  # proxy-wide; flags and MCP_BUDGET_CACHE_* win over these
 //! bytes = 268435456        # memory the cached responses may hold (--cache-bytes)
@@ -168,6 +169,19 @@ pub enum Overflow {
     Summary,
 }
 
+/// Whether arrays of objects in results are written as tables
+/// ([`mcp_budget_core::table`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tables {
+    /// Plain compact JSON (the default).
+    #[default]
+    Off,
+    /// Tables where they save at least
+    /// [`mcp_budget_core::table::AUTO_MIN_SAVING_PERCENT`] % of a value's tokens.
+    Auto,
+}
+
 /// `[defaults]` of the TOML file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -182,6 +196,8 @@ pub struct FileDefaults {
     pub jq_workers: Option<usize>,
     /// Memory bound of one jq worker process, in MiB.
     pub jq_memory_mib: Option<u64>,
+    /// Tables for arrays of objects.
+    pub tables: Option<Tables>,
 }
 
 /// `[tools.<name>]` of the TOML file: a rule for one upstream tool (matched by exact name).
@@ -199,6 +215,8 @@ pub struct ToolRule {
     pub overflow: Option<Overflow>,
     /// Appended (after one space) to the tool's description in `tools/list`.
     pub description_suffix: Option<String>,
+    /// Tables for arrays of objects.
+    pub tables: Option<Tables>,
 }
 
 /// `[cache]` of the TOML file: the response cache (proxy-wide).
@@ -395,6 +413,8 @@ pub struct EffectiveRule {
     pub transform: Option<String>,
     /// Suffix of the tool's description.
     pub description_suffix: Option<String>,
+    /// Tables for arrays of objects (`[tools.<name>]`, then `[defaults]`; default off).
+    pub tables: Tables,
 }
 
 impl Settings {
@@ -459,6 +479,10 @@ impl Settings {
             overflow,
             transform: rule.and_then(|r| r.transform.clone()),
             description_suffix: rule.and_then(|r| r.description_suffix.clone()),
+            tables: rule
+                .and_then(|r| r.tables)
+                .or(defaults.tables)
+                .unwrap_or_default(),
         }
     }
 

@@ -40,17 +40,18 @@ impl TablePager {
         }
     }
 
-    /// The table form of a whole document's value, floats rounded: `None` for a text.
-    pub fn render_json(&self, doc: &Document) -> Option<(Value, String)> {
+    /// The table form of a whole JSON document (floats rounded) and its value; `None` for a
+    /// text, and when no array of it becomes a table (its compact render is then the form).
+    pub fn render(&self, doc: &Document) -> Option<(Value, String)> {
         let Document::Json(_) = doc else { return None };
         let v = crate::dialect::parse_unbounded(doc.render(self.precision).as_bytes())
             .ok()?
             .value;
-        let text = self.encode(&v);
-        Some((v, text))
+        let e = self.encode(&v);
+        (e.tables > 0).then_some((v, e.text))
     }
 
-    fn encode(&self, v: &Value) -> String {
+    fn encode(&self, v: &Value) -> super::Encoded {
         encode(
             v,
             When::Saves {
@@ -58,7 +59,6 @@ impl TablePager {
                 percent: AUTO_MIN_SAVING_PERCENT,
             },
         )
-        .text
     }
 
     /// The page of `doc` that starts at `at`, as [`Pager::page`] (page 1 of a document whose
@@ -76,8 +76,19 @@ impl TablePager {
         if !matches!(doc, Document::Json(_)) {
             return plain.page(doc, at, meta);
         }
-        if at.is_start()
-            && let Some((v, text)) = self.render_json(doc)
+        // Page 1 whole when its table form fits. Skipped for documents far too big to
+        // (compact bytes over 12 × the budget: only a cost bound, pages stay lossless).
+        let bytes = match doc {
+            Document::Json(v) => crate::compact::byte_len(v, self.precision),
+            Document::Text(_) => 0,
+        };
+        let whole = (at.is_start() && bytes <= (self.budget as u64).saturating_mul(12))
+            .then(|| self.render(doc));
+        if let Some(None) = whole {
+            // No table in the whole document: it is paged as plain JSON.
+            return plain.page(doc, at, meta);
+        }
+        if let Some(Some((v, text))) = whole
             && let Some(tokens) = self.encoding.count_till_limit(&text, self.budget)
         {
             return Ok(Page {
@@ -116,7 +127,7 @@ impl TablePager {
                 }
                 continue;
             };
-            let text = self.encode(v);
+            let text = self.encode(v).text;
             let room = self.budget.saturating_sub(meta_t);
             let (fits, body_t) = match self.encoding.count_till_limit(&text, room) {
                 Some(t) => (true, t),

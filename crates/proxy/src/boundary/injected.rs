@@ -421,6 +421,7 @@ fn query_response(b: &Boundary, args: &Value) -> Answer {
         budget,
         entry.precision,
         Overflow::Page,
+        false,
     );
     let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
     content.extend(emitted.items);
