@@ -717,4 +717,18 @@ overflow = "page"
         .with_file();
         assert!(matches!(missing, Err(ConfigError::Read { .. })));
     }
+
+    #[test]
+    fn tables_per_tool_then_defaults_then_off() {
+        let s = with(
+            "[defaults]\ntables = \"auto\"\n[tools.a]\ntables = \"off\"\n",
+            None,
+            None,
+        );
+        assert_eq!(s.rule_for("a").tables, Tables::Off);
+        assert_eq!(s.rule_for("b").tables, Tables::Auto);
+        assert_eq!(Settings::default().rule_for("b").tables, Tables::Off);
+        let bad = ConfigFile::parse("[defaults]\ntables = \"on\"\n", Path::new("t.toml"));
+        assert!(bad.is_err());
+    }
 }

@@ -260,7 +260,7 @@ impl<'a> Reader<'a> {
                 }
                 let len = balanced_len(self.rest().as_bytes())
                     .ok_or_else(|| self.err("a closed JSON value"))?;
-                let v = dialect::parse_unbounded(self.rest()[..len].as_bytes())
+                let v = dialect::parse_unbounded(&self.rest().as_bytes()[..len])
                     .map_err(|_| self.err("a JSON value in a cell"))?
                     .value;
                 self.i += len;
