@@ -12,6 +12,8 @@
 //! - [`measure`]: what a payload costs in tokens and what each compaction would save.
 //! - [`uuid`]: UUIDs in text and their 12-hex prefixes (the `uuid_prefix` option).
 //! - [`tooldefs`]: what tool definitions cost the model, and compacting them losslessly.
+//! - [`table`]: the table form of JSON (arrays of objects as header and rows), its decoder
+//!   and its budgeted pages.
 //! - [`wire`]: every shape a model or client sees (meta item, elision envelope, errors).
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -22,6 +24,7 @@ pub mod dialect;
 pub mod measure;
 pub mod paginate;
 pub mod summary;
+pub mod table;
 pub mod tokens;
 pub mod uuid;
 pub mod tooldefs;

@@ -34,6 +34,7 @@
 //! transform = 'del(.. | .duration_ns?)'   # jq filter on the JSON of each text item
 //! overflow = "summary"
 //! description_suffix = "Large trees are paged; use read_more."
+//! tables = "auto"          # arrays of objects as header + rows where that saves >= 10%
 //!
 //! [cache]                  # proxy-wide; flags and MCP_BUDGET_CACHE_* win over these
 //! bytes = 268435456        # memory the cached responses may hold (--cache-bytes)
@@ -184,6 +185,19 @@ pub enum Overflow {
     Summary,
 }
 
+/// Whether arrays of objects in results are written as tables
+/// ([`mcp_budget_core::table`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tables {
+    /// Plain compact JSON (the default).
+    #[default]
+    Off,
+    /// Tables where they save at least
+    /// [`mcp_budget_core::table::AUTO_MIN_SAVING_PERCENT`] % of a value's tokens.
+    Auto,
+}
+
 /// `[defaults]` of the TOML file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -202,6 +216,8 @@ pub struct FileDefaults {
     pub uuid_prefix: Option<bool>,
     /// Default of [`ToolRule::response_refs`].
     pub response_refs: Option<bool>,
+    /// Tables for arrays of objects.
+    pub tables: Option<Tables>,
 }
 
 /// `[tools.<name>]` of the TOML file: a rule for one upstream tool (matched by exact name).
@@ -226,6 +242,8 @@ pub struct ToolRule {
     /// by the cached response after the filter (`crate::boundary::args_rewrite`). Default
     /// false.
     pub response_refs: Option<bool>,
+    /// Tables for arrays of objects.
+    pub tables: Option<Tables>,
 }
 
 /// `[cache]` of the TOML file: the response cache (proxy-wide).
@@ -478,6 +496,8 @@ pub struct EffectiveRule {
     pub uuid_prefix: bool,
     /// Replace `{"$response":…,"query":…}` arguments by cached responses (`response_refs`).
     pub response_refs: bool,
+    /// Tables for arrays of objects (`[tools.<name>]`, then `[defaults]`; default off).
+    pub tables: Tables,
 }
 
 impl Settings {
@@ -550,6 +570,10 @@ impl Settings {
                 .and_then(|r| r.response_refs)
                 .or(defaults.response_refs)
                 .unwrap_or(false),
+            tables: rule
+                .and_then(|r| r.tables)
+                .or(defaults.tables)
+                .unwrap_or_default(),
         }
     }
 
@@ -842,5 +866,19 @@ overflow = "page"
         }
         .with_file();
         assert!(matches!(missing, Err(ConfigError::Read { .. })));
+    }
+
+    #[test]
+    fn tables_per_tool_then_defaults_then_off() {
+        let s = with(
+            "[defaults]\ntables = \"auto\"\n[tools.a]\ntables = \"off\"\n",
+            None,
+            None,
+        );
+        assert_eq!(s.rule_for("a").tables, Tables::Off);
+        assert_eq!(s.rule_for("b").tables, Tables::Auto);
+        assert_eq!(Settings::default().rule_for("b").tables, Tables::Off);
+        let bad = ConfigFile::parse("[defaults]\ntables = \"on\"\n", Path::new("t.toml"));
+        assert!(bad.is_err());
     }
 }

@@ -74,6 +74,11 @@
 //!
 //! A `shown` that does not parse this way (an abbreviated one, with `…`) cannot be merged.
 //!
+//! A page's body V is the JSON value of its text; when the body is in the table form
+//! ([`crate::table`]: pages of [`crate::table::TablePager`], and the proxy's pages whose
+//! `_meta["mcp-budget/page"]` says `"tables": true`), V is [`crate::table::decode`] of the
+//! text (the locations are those of the JSON windows, unchanged).
+//!
 //! Page 1 (whatever its S; a page 1 that fits whole has no meta and R = `$`) starts the
 //! accumulated value A: its body V wrapped in R, innermost step first — `[V]` for an index step (always
 //! `[0]`), `{"k":V}` for a key step (page 1 is rooted below `$` only when even one unit with

@@ -37,7 +37,7 @@ use super::parts::{self, Carrier};
 use super::store::Entry;
 use super::structured::{self, Orig, Plan, Twin};
 use super::walk::{self, ToolNames};
-use crate::config::Overflow;
+use crate::config::{Overflow, Tables};
 
 /// Where each content item of the upstream result went.
 #[derive(Debug, Clone)]
@@ -321,6 +321,7 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
         rule.max_tokens,
         rule.precision,
         rule.overflow,
+        rule.tables == Tables::Auto,
     );
     args_rewrite::register(b, emitted.response_id.as_deref(), uuid_map);
     let changed = emitted.mode != EmitMode::Whole
@@ -457,7 +458,8 @@ fn doc_value(d: Document) -> Value {
 }
 
 /// Fits `docs` (laid out as `layout`) into `budget` tokens: whole, or page 1 + meta, or the
-/// elision envelope. Caches the documents when they do not fit.
+/// elision envelope. Caches the documents when they do not fit. `tables`: JSON documents go
+/// out in the table form (`tables = "auto"`; the cache keeps them JSON).
 pub(crate) fn emit(
     b: &Boundary,
     docs: Vec<Document>,
@@ -465,12 +467,13 @@ pub(crate) fn emit(
     budget: usize,
     precision: u32,
     overflow: Overflow,
+    tables: bool,
 ) -> Emitted {
     let enc = &b.encoding;
     let mut rendered = Vec::with_capacity(docs.len());
     let mut doc_tokens = Vec::with_capacity(docs.len());
     for d in &docs {
-        let (text, t) = walk::doc_tokens(d, precision, enc);
+        let (text, t) = walk::doc_form(d, precision, enc, tables);
         rendered.push(text);
         doc_tokens.push(t);
     }
@@ -529,7 +532,7 @@ pub(crate) fn emit(
             p.doc = None;
         }
         let d = Document::Json(Value::Array(docs.into_iter().map(doc_value).collect()));
-        let (text, t) = walk::doc_tokens(&d, precision, enc);
+        let (text, t) = walk::doc_form(&d, precision, enc, tables);
         (vec![d], vec![text], vec![t])
     } else {
         (docs, rendered, doc_tokens)
@@ -543,6 +546,7 @@ pub(crate) fn emit(
     let same = |e: &Entry| {
         e.budget == budget
             && e.precision == precision
+            && e.tables == tables
             && e.holds(&docs, &rendered)
             && e.carriers == carriers
             && e.structured == plan
@@ -568,7 +572,8 @@ pub(crate) fn emit(
                 .with_rendered(rendered)
                 .with_parts(carriers, plan.clone())
                 .with_array_of(merged.then_some(n_docs))
-                .with_principal(&b.principal),
+                .with_principal(&b.principal)
+                .with_tables(tables),
         ),
     };
     let id = entry.id.clone();

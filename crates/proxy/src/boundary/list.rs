@@ -6,6 +6,9 @@
 //! - Appends [`COMPACT_NOTE`] (after one space) to a description that promises indented
 //!   JSON ([`promises_indentation`]): the proxy compacts the JSON of every tool's result (no
 //!   rule turns that off), so the promise no longer holds.
+//! - Appends [`mcp_budget_core::table::EXPLANATION`] (after one space) to the description of a
+//!   tool whose rule says `tables = "auto"`: the form is explained once per tool, not in
+//!   every result.
 //! - Appends the tool's `description_suffix` rule (after one space) to its description.
 //! - On the first page only (the request had no cursor), appends the injected tools
 //!   ([`super::injected::definitions`]). An injected tool whose name an upstream tool on that
@@ -75,6 +78,16 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
             .and_then(with_compact_note);
         if let (Some(desc), Some(o)) = (noted, tool.as_object_mut()) {
             o.insert("description".into(), Value::String(desc));
+        }
+        if b.settings.rule_for(&name).tables == crate::config::Tables::Auto {
+            // The table form is explained once, here, rather than in every result.
+            let desc = match tool.get("description").and_then(Value::as_str) {
+                Some(d) if !d.is_empty() => format!("{d} {}", mcp_budget_core::table::EXPLANATION),
+                _ => mcp_budget_core::table::EXPLANATION.to_owned(),
+            };
+            if let Some(o) = tool.as_object_mut() {
+                o.insert("description".into(), Value::String(desc));
+            }
         }
         if let Some(suffix) = b.settings.rule_for(&name).description_suffix {
             let desc = match tool.get("description").and_then(Value::as_str) {

@@ -216,19 +216,26 @@ impl Plan {
         encoding: &Encoding,
     ) -> ScPage {
         let need = self.need();
+        // A body in the table form (`tables = "auto"`) is decoded: the value twins the JSON
+        // it stands for, so what it holds beyond the page is counted against that JSON.
         let page = part.and_then(|(body, start, root)| {
-            mcp_budget_core::dialect::parse_unbounded(body.as_bytes())
-                .ok()
-                .map(|p| p.value)
-                .filter(|v| matches!(v, Value::Object(_) | Value::Array(_)))
-                .map(|v| (body, v, start, root))
+            let (v, tabled) = match mcp_budget_core::dialect::parse_unbounded(body.as_bytes()) {
+                Ok(p) => (p.value, false),
+                Err(_) => (mcp_budget_core::table::decode(body).ok()?, true),
+            };
+            matches!(v, Value::Object(_) | Value::Array(_))
+                .then_some((body, v, tabled, start, root))
         });
         let count =
             |value: &Value| encoding.count(&serde_json::to_string(value).unwrap_or_default());
         match page {
-            Some((body, v, start, root)) if fill && self.valid => {
+            Some((body, v, tabled, start, root)) if fill && self.valid => {
                 let steps = position_steps(start);
-                let body_tokens = encoding.count(body);
+                let body_tokens = if tabled {
+                    encoding.count(&serde_json::to_string(&v).unwrap_or_default())
+                } else {
+                    encoding.count(body)
+                };
                 let mut value = complete_at(orig, root, &v, &steps, minimal, &need);
                 // A value that does not hold the page (a cut number filled in whole) twins no
                 // text item: all of its tokens count.
@@ -263,7 +270,7 @@ impl Plan {
                     carried,
                 }
             }
-            Some((_, v, _, _)) => ScPage {
+            Some((_, v, _, _, _)) => ScPage {
                 value: Some(v),
                 extra: 0,
                 carried: true,

@@ -21,7 +21,8 @@
 //! budget (each item is counted on its own, exactly as it goes out).
 
 use mcp_budget_core::paginate::meta::{self, HintTools};
-use mcp_budget_core::paginate::{Document, PageInfo, Pager, PathStep, Position};
+use mcp_budget_core::paginate::{Document, Page, PageError, PageInfo, Pager, PathStep, Position};
+use mcp_budget_core::table::TablePager;
 use mcp_budget_core::tokens::Encoding;
 use serde_json::{Map, Value};
 
@@ -84,7 +85,9 @@ pub(crate) const PAGE_META_KEY: &str = "mcp-budget/page";
 /// The value of `result._meta["mcp-budget/page"]` for `page` of response `id`:
 /// `{"response_id","page" (0 = page 1: the page's ordinal, not its cursor's number),"location",
 /// "next_cursor" (absent on the last page),"total_tokens","array_of" (only when the response's
-/// N documents are paged as one JSON array: N)}`.
+/// N documents are paged as one JSON array: N),"tables" (only with `tables = "auto"`: `true`;
+/// each JSON body is then in the table form: `mcp_budget_core::table::decode` it before
+/// merging)}`.
 ///
 /// `location` is the page's full location: for a response of one document, that document's
 /// (the grammar of `mcp_budget_core::paginate`); for several, `text I/N` for each document
@@ -102,6 +105,9 @@ pub(crate) fn page_meta(id: &str, page: &SeqPage, entry: &Entry) -> Value {
     m.insert("total_tokens".into(), Value::from(entry.total_tokens));
     if let Some(n) = entry.array_of {
         m.insert("array_of".into(), Value::from(n as u64));
+    }
+    if entry.tables {
+        m.insert("tables".into(), Value::Bool(true));
     }
     Value::Object(m)
 }
@@ -230,7 +236,7 @@ pub(crate) fn page(
             // The whole item, and still room for the meta.
             parts.push(Part {
                 item,
-                body: doc.render(entry.precision),
+                body: doc_form(doc, entry.precision, encoding, entry.tables).0,
                 start: Position::start(),
                 root: Vec::new(),
             });
@@ -253,7 +259,7 @@ pub(crate) fn page(
         } else {
             remaining
         };
-        let pager = Pager::new(encoding.clone(), pager_budget, entry.precision);
+        let pager = Cutter::new(entry.tables, encoding, pager_budget, entry.precision);
         let more_items = item + 1 < n;
         let prefix = shown.clone();
         let mut render = |info: &PageInfo<'_>| {
@@ -349,6 +355,49 @@ pub(crate) fn page(
         location: location.join(", "),
         next_cursor,
     })
+}
+
+/// The pager of a cached response's documents: plain, or in the table form.
+enum Cutter {
+    Plain(Pager),
+    Tables(TablePager),
+}
+
+impl Cutter {
+    fn new(tables: bool, encoding: &Encoding, budget: usize, precision: u32) -> Cutter {
+        if tables {
+            Cutter::Tables(TablePager::new(encoding.clone(), budget, precision))
+        } else {
+            Cutter::Plain(Pager::new(encoding.clone(), budget, precision))
+        }
+    }
+
+    fn page(
+        &self,
+        doc: &Document,
+        at: &Position,
+        meta: &mut dyn FnMut(&PageInfo<'_>) -> String,
+    ) -> Result<Page, PageError> {
+        match self {
+            Cutter::Plain(p) => p.page(doc, at, meta),
+            Cutter::Tables(p) => p.page(doc, at, meta),
+        }
+    }
+}
+
+/// The whole rendering of `doc` as it goes out, and its exact tokens: the table form when
+/// `tables` and some array of it becomes a table, else [`doc_tokens`]'s.
+pub(crate) fn doc_form(
+    doc: &Document,
+    precision: u32,
+    encoding: &Encoding,
+    tables: bool,
+) -> (String, usize) {
+    if tables && let Some((_, text)) = TablePager::new(encoding.clone(), 0, precision).render(doc) {
+        let t = count(&text, encoding);
+        return (text, t);
+    }
+    doc_tokens(doc, precision, encoding)
 }
 
 /// Whether the whole response fits `budget` without a meta item (the sum of its items'

@@ -63,6 +63,10 @@ pub(crate) struct Entry {
     /// the floor: [`crate::boundary::walk::needs_one_document`]); said in
     /// `_meta["mcp-budget/page"]`.
     pub(crate) array_of: Option<usize>,
+    /// Whether JSON documents go out in the table form (`tables = "auto"`): whole items as
+    /// [`mcp_budget_core::table::TablePager::render`], cut ones by its pages; `doc_tokens`
+    /// count that form. The docs themselves stay JSON (`query_response` sees JSON).
+    pub(crate) tables: bool,
     /// Start of every page computed so far, by page number, and the next page's number for
     /// each (page number, budget) already computed.
     pub(crate) book: Mutex<PageBook>,
@@ -171,6 +175,7 @@ impl Entry {
             carriers: Vec::new(),
             structured: None,
             array_of: None,
+            tables: false,
             book: Mutex::new(PageBook {
                 positions: vec![(0, Position::start())],
                 next_of: std::collections::HashMap::new(),
@@ -219,6 +224,12 @@ impl Entry {
     /// The entry whose one document is the JSON array of the response's `n` documents.
     pub(crate) fn with_array_of(mut self, n: Option<usize>) -> Entry {
         self.array_of = n;
+        self
+    }
+
+    /// The entry with its JSON documents going out in the table form (see [`Entry::tables`]).
+    pub(crate) fn with_tables(mut self, tables: bool) -> Entry {
+        self.tables = tables;
         self
     }
 

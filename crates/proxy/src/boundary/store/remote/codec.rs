@@ -7,7 +7,7 @@
 //! ```text
 //! u32 LE  length of the header
 //! header  compact JSON: {"v":1,"doc_tokens":[…],"budget":N,"precision":N,"bytes":N,
-//!         "json":[bool…],"carriers":[…],"plan":{…}|null,"array_of":N|null}
+//!         "json":[bool…],"carriers":[…],"plan":{…}|null,"array_of":N|null,"tables":bool}
 //! then, per document: u64 LE length, its exact text (compact JSON with every number as
 //!         spelled, or the text itself; see [`super::super::entry`])
 //! ```
@@ -61,6 +61,7 @@ pub(crate) fn encode_body(entry: &Entry, docs: &[Document]) -> Vec<u8> {
         "carriers": entry.carriers.iter().map(carrier_value).collect::<Vec<_>>(),
         "plan": entry.structured.as_ref().map(plan_value),
         "array_of": entry.array_of,
+        "tables": entry.tables,
     });
     let header = serde_json::to_vec(&header).unwrap_or_default();
     let texts: Vec<String> = docs.iter().map(exact_text).collect();
@@ -179,6 +180,7 @@ pub(crate) fn decode_body(
     let mut entry = Entry::new(id.to_owned(), docs, doc_tokens, budget, precision, bytes)
         .with_parts(carriers, plan)
         .with_array_of(array_of)
+        .with_tables(h.get("tables").and_then(Value::as_bool).unwrap_or(false))
         .with_principal(principal);
     entry.book = std::sync::Mutex::new(book);
     Ok(entry)
