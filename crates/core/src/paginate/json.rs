@@ -267,7 +267,8 @@ impl JsonPaging<'_> {
 
     /// The index in `roots` (prefixes of `s`, shallowest first) of the shallowest root whose
     /// skeleton takes at most `quarter` tokens, or of the last root when none does; with the
-    /// skeleton tokens it counted, by root index.
+    /// skeleton tokens it counted within `quarter`, by root index (the others are counted
+    /// whole only if the page is rooted there).
     ///
     /// A deeper root's skeleton is part of a shallower one's, so the counts fall (up to BPE's
     /// non-additivity) as roots deepen: a binary search finds the root with `O(log depth)`
@@ -281,30 +282,61 @@ impl JsonPaging<'_> {
         s: &[usize],
         quarter: usize,
     ) -> (usize, std::collections::HashMap<usize, usize>) {
-        let mut shells = std::collections::HashMap::new();
-        let mut shell = |k: usize| {
-            *shells
+        // Skeletons are counted only up to `quarter` (one past a long run of short members
+        // before the start is long: counting it whole on every page is quadratic).
+        let mut within: std::collections::HashMap<usize, Option<usize>> =
+            std::collections::HashMap::new();
+        let mut over = |k: usize| {
+            within
                 .entry(k)
-                .or_insert_with(|| roots.get(k).map_or(0, |r| self.shell_tokens(r, s)))
+                .or_insert_with(|| {
+                    roots
+                        .get(k)
+                        .map_or(Some(0), |r| self.shell_tokens_upto(r, s, quarter))
+                })
+                .is_none()
         };
         let last = roots.len().saturating_sub(1);
-        if shell(0) <= quarter || last == 0 {
-            return (0, shells);
-        }
-        if shell(last) > quarter {
-            return (last, shells);
-        }
-        // shell(lo) > quarter >= shell(hi).
-        let (mut lo, mut hi) = (0, last);
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if shell(mid) > quarter {
-                lo = mid;
-            } else {
-                hi = mid;
+        let found = if !over(0) || last == 0 {
+            0
+        } else if over(last) {
+            last
+        } else {
+            // over(lo), !over(hi).
+            let (mut lo, mut hi) = (0, last);
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if over(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
             }
+            hi
+        };
+        let shells = within
+            .into_iter()
+            .filter_map(|(k, t)| Some((k, t?)))
+            .collect();
+        (found, shells)
+    }
+
+    /// Tokens of the skeleton alone of a page rooted at `r` that starts at `s`, when at most
+    /// `limit`.
+    fn shell_tokens_upto(&self, r: &[usize], s: &[usize], limit: usize) -> Option<usize> {
+        if r.len() >= s.len() {
+            return Some(0);
         }
-        (hi, shells)
+        let Some(node) = node_at(self.doc, r) else {
+            return Some(0);
+        };
+        let rel = &s[r.len()..];
+        let mut shell = String::new();
+        write_window(node, Some(rel), Some(rel), self.precision, &mut shell);
+        if shell.len() > limit.saturating_mul(BYTES_PER_TOKEN_CAP).max(64) {
+            return None;
+        }
+        self.enc.count_till_limit(&shell, limit)
     }
 
     /// Tokens of the skeleton alone of a page rooted at `r` that starts at `s`.
