@@ -22,7 +22,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run an MCP server behind the budget proxy (stdio).
+    /// Run an MCP server behind the budget proxy (stdio; a remote one with --upstream URL).
     Proxy(proxy::Args),
     /// Measure what payloads cost in real tokens and what each compaction would save.
     Measure(measure::Args),
