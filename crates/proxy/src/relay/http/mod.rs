@@ -30,6 +30,9 @@
 //! - An SSE answer that ends before the response (a dropped connection, or a 2025-11-25 server
 //!   that closes the stream to be polled) is resumed with a GET carrying `Last-Event-ID` when
 //!   the server gave event ids, waiting the `retry` it asked for.
+//! - A client's `notifications/cancelled` of a stateless (2026-07-28) request closes that
+//!   request's stream instead of being sent (the transport's cancellation); for earlier
+//!   versions it is POSTed like any notification.
 //! - When the client leaves, the requests in flight get the grace time to finish, then the
 //!   session is ended with `DELETE`.
 //!
@@ -38,6 +41,7 @@
 //! `--header` to set), 404 on a session (expired), other statuses with the server's own text.
 //! Header values are never logged or put into messages; only their names are.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -45,12 +49,13 @@ use std::time::Duration;
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::timeout;
 
 use super::error::RelayError;
 use super::lines::Frame;
 use super::log;
+use super::route;
 
 mod events;
 mod exchange;
@@ -264,9 +269,24 @@ impl Transport {
     ) {
         let mut in_flight = JoinSet::new();
         let mut listener = None;
+        // Stateless (2026-07-28) requests in flight, by id key: closing a request's stream is
+        // its cancellation on Streamable HTTP.
+        let mut cancellable: HashMap<Vec<u8>, AbortHandle> = HashMap::new();
         while let Some(line) = messages.recv().await {
-            while in_flight.try_join_next().is_some() {}
+            while let Some(done) = in_flight.try_join_next_with_id() {
+                let id = match done {
+                    Ok((id, ())) => id,
+                    Err(e) => e.id(),
+                };
+                cancellable.retain(|_, handle| handle.id() != id);
+            }
             let message = Outgoing::read(&line);
+            if let Some(handle) = message.cancels.as_ref().and_then(|k| cancellable.remove(k)) {
+                // MCP 2026-07-28, Streamable HTTP, "Cancellation": closing the SSE response
+                // stream is the cancellation; no `notifications/cancelled` is sent.
+                handle.abort();
+                continue;
+            }
             if message.is_initialize() {
                 // Its answer holds the session id and the version every later request sends.
                 Arc::clone(&self).exchange(line, message).await;
@@ -285,7 +305,15 @@ impl Transport {
                 Arc::clone(&self).exchange(line, message).await;
                 continue;
             }
-            in_flight.spawn(Arc::clone(&self).exchange(line, message));
+            let key = message
+                .id
+                .as_deref()
+                .filter(|_| message.stateless_version.is_some())
+                .map(route::id_key);
+            let handle = in_flight.spawn(Arc::clone(&self).exchange(line, message));
+            if let Some(key) = key {
+                cancellable.insert(key, handle);
+            }
         }
         if !in_flight.is_empty() {
             log::debug(format_args!(
