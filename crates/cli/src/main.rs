@@ -23,7 +23,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run an MCP server behind the budget proxy (stdio).
+    /// Run an MCP server behind the budget proxy (stdio; a remote one with --upstream URL).
     Proxy(proxy::Args),
     /// Offer an MCP server over Streamable HTTP behind the budget proxy (a session per client).
     Serve(serve::ServeArgs),

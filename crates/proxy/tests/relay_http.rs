@@ -41,6 +41,18 @@ enum Reply {
     Body(u16, Vec<(&'static str, String)>, String),
     /// `200 text/event-stream` with this SSE text (the stream ends after it).
     Events(Vec<(&'static str, String)>, String),
+    /// `200 text/event-stream` with this SSE text, then nothing, open until the client closes
+    /// it, which sets the flag.
+    Hang(String, Arc<std::sync::atomic::AtomicBool>),
+}
+
+/// Sets its flag when dropped (the server's end of a stream the client closed).
+struct OnDrop(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 fn json(body: &str) -> Reply {
@@ -98,11 +110,14 @@ impl Server {
     }
 }
 
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
 async fn answer(
     request: Request<Incoming>,
     script: &Script,
     record: &Mutex<Vec<Seen>>,
-) -> Response<Full<Bytes>> {
+) -> Response<Body> {
+    use futures_util::StreamExt as _;
     use http_body_util::BodyExt as _;
     let method = request.method().to_string();
     let headers = request
@@ -126,20 +141,35 @@ async fn answer(
         record.push(seen.clone());
         record.len() - 1
     };
-    let (code, headers, body) = match script(&seen, index) {
-        Reply::Body(code, headers, body) => (code, headers, body),
-        Reply::Events(mut headers, text) => {
+    let (code, headers, body): (u16, Vec<(&str, String)>, Body) = match script(&seen, index) {
+        Reply::Body(code, headers, body) => (code, headers, Full::new(Bytes::from(body)).boxed()),
+        Reply::Events(headers, text) => {
+            let mut headers = headers;
             headers.push(("content-type", "text/event-stream".to_owned()));
-            (200, headers, text)
+            (200, headers, Full::new(Bytes::from(text)).boxed())
+        }
+        Reply::Hang(text, closed) => {
+            let guard = OnDrop(closed);
+            let first = futures_util::stream::iter([Ok::<_, Infallible>(
+                hyper::body::Frame::data(Bytes::from(text)),
+            )]);
+            let rest = futures_util::stream::pending().map(move |()| {
+                let _ = &guard;
+                Ok(hyper::body::Frame::data(Bytes::new()))
+            });
+            let body = http_body_util::StreamBody::new(first.chain(rest));
+            (
+                200,
+                vec![("content-type", "text/event-stream".to_owned())],
+                http_body_util::BodyExt::boxed(body),
+            )
         }
     };
     let mut response = Response::builder().status(code);
     for (name, value) in headers {
         response = response.header(name, value);
     }
-    response
-        .body(Full::new(Bytes::from(body)))
-        .expect("response")
+    response.body(body).expect("response")
 }
 
 /// The client's end of a relay to `upstream`.
@@ -555,9 +585,50 @@ async fn the_get_stream_brings_server_requests_and_the_answers_are_posted() {
         .expect("the client's answer reaches the server");
     c.finish().await;
     let seen = server.seen();
-    let get = seen.iter().find(|s| s.method == "GET").expect("a GET");
-    assert_eq!(get.header("accept"), Some("text/event-stream"));
-    assert_eq!(get.header("mcp-session-id"), Some("s-9"));
+    let get = seen.iter().position(|s| s.method == "GET").expect("a GET");
+    assert_eq!(seen[get].header("accept"), Some("text/event-stream"));
+    assert_eq!(seen[get].header("mcp-session-id"), Some("s-9"));
+    // Opened before `notifications/initialized` is sent: a server that asks for roots right
+    // after it finds the stream there.
+    let initialized = seen
+        .iter()
+        .position(|s| s.body == INITIALIZED)
+        .expect("initialized was sent");
+    assert!(get < initialized, "{seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_stateless_request_closes_its_stream_instead_of_posting() {
+    let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&closed);
+    let server = Server::start(move |_, _| {
+        Reply::Hang(
+            "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":9,\"progress\":1}}\n\n".to_owned(),
+            Arc::clone(&flag),
+        )
+    })
+    .await;
+    let mut c = Client::start(upstream(&server.url));
+    let meta =
+        r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":9}"#;
+    c.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"slow",{meta}}}}}"#
+    ))
+    .await;
+    assert_eq!(c.recv_json().await["method"], "notifications/progress");
+    c.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}"#)
+        .await;
+    let gone = async {
+        while !closed.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    timeout(Duration::from_secs(5), gone)
+        .await
+        .expect("the request's stream is closed");
+    c.finish().await;
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1, "the cancellation is not POSTed: {seen:?}");
 }
 
 #[test]

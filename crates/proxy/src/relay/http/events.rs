@@ -13,6 +13,7 @@ use futures_util::StreamExt as _;
 use reqwest::header::{ACCEPT, HeaderValue};
 use reqwest::{Response, StatusCode};
 use sse_stream::SseStream;
+use tokio::sync::oneshot;
 
 use super::super::log;
 use super::Transport;
@@ -194,15 +195,21 @@ impl Transport {
     }
 
     /// The GET stream of the server's own messages (requests such as `roots/list`,
-    /// notifications): opened after `notifications/initialized`, reopened (with
-    /// `Last-Event-ID`) when it drops, until it fails [`MAX_LISTEN_FAILURES`] times in a row or
-    /// the server says it has none (`405`). Runs until aborted.
-    pub(super) async fn listen(self: Arc<Self>) {
+    /// notifications): opened once `initialize` is answered, reopened (with `Last-Event-ID`)
+    /// when it drops, until it fails [`MAX_LISTEN_FAILURES`] times in a row or the server says
+    /// it has none (`405`). `ready` is told when the first attempt has its answer. Runs until
+    /// aborted.
+    pub(super) async fn listen(self: Arc<Self>, ready: oneshot::Sender<()>) {
         let mut cursor = Cursor::new();
         let mut failures = 0u32;
+        let mut ready = Some(ready);
         loop {
             let last_id = cursor.last_id.clone();
-            match self.get(last_id.as_deref()).send().await {
+            let answer = self.get(last_id.as_deref()).send().await;
+            if let Some(ready) = ready.take() {
+                let _ = ready.send(());
+            }
+            match answer {
                 Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
                     log::debug(format_args!(
                         "the upstream server offers no GET stream (HTTP 405)"
@@ -210,7 +217,9 @@ impl Transport {
                     return;
                 }
                 Ok(r) if r.status().is_success() && is_event_stream(&r) => {
+                    log::debug(format_args!("the upstream server's GET stream is open"));
                     let _ = self.drain(r, &mut cursor, None).await;
+                    log::debug(format_args!("the upstream server's GET stream ended"));
                     failures = if cursor.progressed { 0 } else { failures + 1 };
                 }
                 Ok(r) => {

@@ -22,6 +22,8 @@ pub(super) struct Outgoing {
     pub(super) stateless_version: Option<String>,
     /// `params.name` (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`).
     pub(super) name: Option<String>,
+    /// For `notifications/cancelled`: the [`route::id_key`] of the request it cancels.
+    pub(super) cancels: Option<Vec<u8>>,
 }
 
 #[derive(Deserialize)]
@@ -57,6 +59,10 @@ impl Outgoing {
             .and_then(Value::as_str)
             .filter(|v| *v >= STATELESS_SINCE)
             .map(str::to_owned);
+        let cancels = (method == "notifications/cancelled")
+            .then(|| route::cancelled_request(envelope.params))
+            .flatten()
+            .map(|raw| route::id_key(&raw));
         let name = match method.as_ref() {
             "tools/call" | "prompts/get" => params.as_ref().and_then(|p| p.name.as_ref()),
             "resources/read" => params.as_ref().and_then(|p| p.uri.as_ref()),
@@ -69,6 +75,7 @@ impl Outgoing {
             method: Some(method.into_owned()),
             stateless_version,
             name,
+            cancels,
         }
     }
 
@@ -150,6 +157,14 @@ mod tests {
         assert_eq!(old.id.as_deref(), Some(&b"\"a\""[..]));
         assert_eq!(old.stateless_version, None);
         assert_eq!(old.name.as_deref(), Some("file:///x"));
+    }
+
+    #[test]
+    fn a_cancellation_names_the_request_by_its_id_key() {
+        let m = Outgoing::read(
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1e0}}"#,
+        );
+        assert_eq!(m.cancels, Some(route::id_key(b"1")));
     }
 
     #[test]

@@ -22,12 +22,17 @@
 //!   (`_meta["io.modelcontextprotocol/protocolVersion"]` of 2026-07-28 or later) sends its own
 //!   version, `Mcp-Method` and, for `tools/call`, `resources/read` and `prompts/get`,
 //!   `Mcp-Name` (Base64 sentinel when not plain ASCII).
-//! - After the client's `notifications/initialized`, a GET stream for the server's own
-//!   messages is opened (`405` means the server offers none). It is reopened with
-//!   `Last-Event-ID` when it drops, a few times at most.
+//! - Once `initialize` is answered, a GET stream for the server's own messages is opened
+//!   (`405` means the server offers none), before the client's next message is sent (up to
+//!   2 s), so that a request the server sends right after `notifications/initialized`
+//!   (`roots/list`) is not lost. It is reopened with `Last-Event-ID` when it drops, a few times
+//!   at most.
 //! - An SSE answer that ends before the response (a dropped connection, or a 2025-11-25 server
 //!   that closes the stream to be polled) is resumed with a GET carrying `Last-Event-ID` when
 //!   the server gave event ids, waiting the `retry` it asked for.
+//! - A client's `notifications/cancelled` of a stateless (2026-07-28) request closes that
+//!   request's stream instead of being sent (the transport's cancellation); for earlier
+//!   versions it is POSTed like any notification.
 //! - When the client leaves, the requests in flight get the grace time to finish, then the
 //!   session is ended with `DELETE`.
 //!
@@ -36,19 +41,21 @@
 //! `--header` to set), 404 on a session (expired), other statuses with the server's own text.
 //! Header values are never logged or put into messages; only their names are.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use tokio::sync::mpsc;
-use tokio::task::JoinSet;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::timeout;
 
 use super::error::RelayError;
 use super::lines::Frame;
 use super::log;
+use super::route;
 
 mod events;
 mod exchange;
@@ -58,6 +65,9 @@ use message::Outgoing;
 
 /// How long connecting to the server may take: 30 s.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the first messages wait for the GET stream to open: 2 s.
+const LISTEN_WAIT: Duration = Duration::from_secs(2);
 
 /// How long the DELETE that ends the session may take: 2 s.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -259,23 +269,50 @@ impl Transport {
     ) {
         let mut in_flight = JoinSet::new();
         let mut listener = None;
+        // Stateless (2026-07-28) requests in flight, by id key: closing a request's stream is
+        // its cancellation on Streamable HTTP.
+        let mut cancellable: HashMap<Vec<u8>, AbortHandle> = HashMap::new();
         while let Some(line) = messages.recv().await {
-            while in_flight.try_join_next().is_some() {}
+            while let Some(done) = in_flight.try_join_next_with_id() {
+                let id = match done {
+                    Ok((id, ())) => id,
+                    Err(e) => e.id(),
+                };
+                cancellable.retain(|_, handle| handle.id() != id);
+            }
             let message = Outgoing::read(&line);
-            match message.method.as_deref() {
+            if let Some(handle) = message.cancels.as_ref().and_then(|k| cancellable.remove(k)) {
+                // MCP 2026-07-28, Streamable HTTP, "Cancellation": closing the SSE response
+                // stream is the cancellation; no `notifications/cancelled` is sent.
+                handle.abort();
+                continue;
+            }
+            if message.is_initialize() {
                 // Its answer holds the session id and the version every later request sends.
-                Some("initialize") if message.id.is_some() => {
-                    Arc::clone(&self).exchange(line, message).await;
+                Arc::clone(&self).exchange(line, message).await;
+                if listener.is_none() && self.state().version.is_some() {
+                    // The GET stream is opened before anything else is sent: a server that
+                    // sends a request (roots/list) right after `notifications/initialized`
+                    // would otherwise send it before the stream exists, and it would be lost.
+                    let (ready, opened) = oneshot::channel();
+                    listener = Some(tokio::spawn(Arc::clone(&self).listen(ready)));
+                    let _ = timeout(LISTEN_WAIT, opened).await;
                 }
-                Some("notifications/initialized") => {
-                    Arc::clone(&self).exchange(line, message).await;
-                    if listener.is_none() {
-                        listener = Some(tokio::spawn(Arc::clone(&self).listen()));
-                    }
-                }
-                _ => {
-                    in_flight.spawn(Arc::clone(&self).exchange(line, message));
-                }
+                continue;
+            }
+            if message.method.as_deref() == Some("notifications/initialized") {
+                // Before any request of the session.
+                Arc::clone(&self).exchange(line, message).await;
+                continue;
+            }
+            let key = message
+                .id
+                .as_deref()
+                .filter(|_| message.stateless_version.is_some())
+                .map(route::id_key);
+            let handle = in_flight.spawn(Arc::clone(&self).exchange(line, message));
+            if let Some(key) = key {
+                cancellable.insert(key, handle);
             }
         }
         if !in_flight.is_empty() {
