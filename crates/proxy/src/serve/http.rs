@@ -16,8 +16,8 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::envelope::{
-    self, CONNECTION_CLOSED, HANDSHAKE_VERSIONS, HEADER_MISMATCH, INVALID_REQUEST, Incoming, Kind,
-    MODERN_VERSIONS, PARSE_ERROR, Refused, UNSUPPORTED_VERSION, error_body,
+    self, CONNECTION_CLOSED, HANDSHAKE_VERSIONS, INVALID_REQUEST, Incoming, Kind, MODERN_VERSIONS,
+    PARSE_ERROR, Refused, UNSUPPORTED_VERSION, error_body,
 };
 use super::principal::{Principal, Shapers};
 use super::registry::{Registry, StartError};
@@ -34,7 +34,7 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 pub(crate) struct App {
     options: ServeOptions,
     guard: Guard,
-    registry: Arc<Registry>,
+    pub(super) registry: Arc<Registry>,
     /// The principal of the bearer token, when one is required.
     token: Option<Principal>,
     sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -92,7 +92,7 @@ impl App {
         self.registry.shapers.finish();
     }
 
-    fn stateless_principal(&self) -> Principal {
+    pub(super) fn stateless_principal(&self) -> Principal {
         self.token.clone().unwrap_or(Principal::Local)
     }
 }
@@ -162,9 +162,9 @@ async fn check(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
 
 /// What the client's `Accept` allows.
 #[derive(Debug, Clone, Copy)]
-struct Accepts {
-    json: bool,
-    sse: bool,
+pub(super) struct Accepts {
+    pub(super) json: bool,
+    pub(super) sse: bool,
 }
 
 impl Accepts {
@@ -260,7 +260,7 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Byt
         }
         None if msg.is_initialize() => initialize(&app, msg, &body, accepts).await,
         None if version.is_some_and(|v| !HANDSHAKE_VERSIONS.contains(&v)) => {
-            stateless(&app, &headers, msg, &body, accepts).await
+            super::stateless::post(&app, &headers, msg, &body, accepts).await
         }
         None => rpc_error(
             StatusCode::BAD_REQUEST,
@@ -298,7 +298,7 @@ async fn initialize(app: &App, msg: Incoming, body: &[u8], accepts: Accepts) -> 
     }
 }
 
-fn start_failed(id: Option<&RawValue>, e: StartError) -> Response {
+pub(super) fn start_failed(id: Option<&RawValue>, e: StartError) -> Response {
     match e {
         StartError::Full(n) => (
             [(header::RETRY_AFTER, HeaderValue::from_static("30"))],
@@ -322,94 +322,10 @@ fn start_failed(id: Option<&RawValue>, e: StartError) -> Response {
     }
 }
 
-/// A 2026-07-28 request without a session: headers checked against the body, then carried by
-/// an idle worker of the principal (or a new one).
-async fn stateless(
-    app: &Arc<App>,
-    headers: &HeaderMap,
-    msg: Incoming,
-    body: &[u8],
-    accepts: Accepts,
-) -> Response {
-    let id = msg.id.as_deref();
-    let mismatch = |what: String| {
-        rpc_error(
-            StatusCode::BAD_REQUEST,
-            id,
-            HEADER_MISMATCH,
-            &format!("Header mismatch: {what}"),
-        )
-    };
-    let version = headers
-        .get(VERSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    if !MODERN_VERSIONS.contains(&version) {
-        return unsupported_version(id, version);
-    }
-    match msg.kind {
-        // 2026-07-28 defines no client notifications over HTTP: accepted, not forwarded.
-        Kind::Notification => return StatusCode::ACCEPTED.into_response(),
-        Kind::Response => {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                None,
-                INVALID_REQUEST,
-                "a stateless (2026-07-28) client sends no JSON-RPC responses",
-            );
-        }
-        Kind::Request => {}
-    }
-    if msg.meta_version.as_deref() != Some(version) {
-        return mismatch(format!(
-            "MCP-Protocol-Version {version:?} does not match _meta io.modelcontextprotocol/protocolVersion {:?}",
-            msg.meta_version.as_deref().unwrap_or("(missing)")
-        ));
-    }
-    let method = headers.get("mcp-method").and_then(|v| v.to_str().ok());
-    if method != msg.method.as_deref() {
-        return mismatch(format!(
-            "Mcp-Method {:?} does not match the body's method {:?}",
-            method.unwrap_or("(missing)"),
-            msg.method.as_deref().unwrap_or_default()
-        ));
-    }
-    let named = matches!(
-        msg.method.as_deref(),
-        Some("tools/call" | "resources/read" | "prompts/get")
-    );
-    if named {
-        let name = headers
-            .get("mcp-name")
-            .and_then(|v| v.to_str().ok())
-            .and_then(envelope::header_value);
-        if name.is_none() || name != msg.name {
-            return mismatch(format!(
-                "Mcp-Name {:?} does not match the body's {:?}",
-                name.as_deref().unwrap_or("(missing)"),
-                msg.name.as_deref().unwrap_or_default()
-            ));
-        }
-    }
-    let worker = match app.registry.checkout(&app.stateless_principal()) {
-        Ok(w) => w,
-        Err(e) => return start_failed(id, e),
-    };
-    deliver(
-        worker,
-        msg,
-        body,
-        accepts,
-        None,
-        Some(Arc::clone(&app.registry)),
-    )
-    .await
-}
-
 /// Writes the message into the session's relay; for a request, answers with what comes back.
 /// `new_session`: the id to return in `Mcp-Session-Id` (initialize). `pool`: the registry a
 /// stateless worker goes back to once its request is answered.
-async fn deliver(
+pub(super) async fn deliver(
     session: Arc<Session>,
     msg: Incoming,
     body: &[u8],
@@ -634,7 +550,7 @@ fn session_not_found(id: Option<&RawValue>) -> Response {
     )
 }
 
-fn unsupported_version(id: Option<&RawValue>, version: &str) -> Response {
+pub(super) fn unsupported_version(id: Option<&RawValue>, version: &str) -> Response {
     let supported: Vec<&str> = HANDSHAKE_VERSIONS
         .iter()
         .chain(MODERN_VERSIONS)
@@ -649,7 +565,12 @@ fn unsupported_version(id: Option<&RawValue>, version: &str) -> Response {
     json_response(StatusCode::BAD_REQUEST, body)
 }
 
-fn rpc_error(status: StatusCode, id: Option<&RawValue>, code: i64, message: &str) -> Response {
+pub(super) fn rpc_error(
+    status: StatusCode,
+    id: Option<&RawValue>,
+    code: i64,
+    message: &str,
+) -> Response {
     json_response(status, error_body(id, code, message, None))
 }
 

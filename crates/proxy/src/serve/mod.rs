@@ -66,6 +66,7 @@ mod principal;
 mod registry;
 mod security;
 mod session;
+mod stateless;
 
 pub use principal::Principal;
 
