@@ -93,6 +93,8 @@ struct Outcome {
     pages: usize,
     bad: usize,
     rss_kib: Vec<u64>,
+    /// Each replica's `/metrics`.
+    metrics: Vec<String>,
 }
 
 /// One run: `shared` = replicas on Redis (pages from every replica in turn), else the memory
@@ -181,7 +183,22 @@ fn run(redis: Option<&Redis>, replicas: usize, sessions: usize, calls: usize) ->
         }
     });
     let rss_kib = servers.iter().map(|s| rss_kib(s.pid())).collect();
+    // Scrape /metrics of every replica (Prometheus text format, behind the token).
+    let metrics = servers
+        .iter()
+        .map(|s| {
+            let url = s.url.replace("/mcp", "/metrics");
+            let resp = serve_support::client()
+                .get(&url)
+                .bearer_auth(TOKEN)
+                .send()
+                .unwrap();
+            assert_eq!(resp.status(), 200);
+            resp.text().unwrap()
+        })
+        .collect();
     Outcome {
+        metrics,
         latencies: latencies.into_inner().unwrap(),
         pages: pages.into_inner().unwrap(),
         bad: bad.into_inner().unwrap(),
@@ -235,6 +252,21 @@ fn replicas_on_redis_lose_no_page_under_concurrent_sessions() {
         "replica RSS KiB: redis {:?}, memory {:?}",
         shared.rss_kib, memory.rss_kib
     );
+    for (m, mem) in shared.metrics.iter().zip(&memory.metrics) {
+        for text in [m, mem] {
+            assert!(
+                text.contains(r#"mcp_budget_pages_served_total{tool="read_more"}"#),
+                "{text}"
+            );
+            assert!(text.contains(r#"mcp_budget_calls_total{tool="table_rows",outcome="paged"}"#));
+            assert!(text.contains(r#"mcp_budget_store_lookups_total{result="hit"}"#));
+        }
+        assert!(
+            m.contains(r#"mcp_budget_store_seconds_count{op="get"}"#),
+            "{m}"
+        );
+        assert!(!mem.contains("mcp_budget_store_seconds_count"), "{mem}");
+    }
     // Each replica's memory stays bounded (the fixture's results are ~10 KB each).
     for kib in shared.rss_kib.iter().chain(&memory.rss_kib) {
         assert!(*kib < 512 * 1024, "{kib} KiB");

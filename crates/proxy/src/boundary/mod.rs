@@ -250,6 +250,8 @@ impl Boundary {
             Some(a) => a,
             None => injected::answer(self, params)?,
         };
+        let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
+        crate::metrics::global().result(tool, answer.outcome, 0, answer.bytes, answer.tokens);
         if let Some(t) = &self.telemetry {
             let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
             t.send(PendingRecord {
@@ -275,6 +277,13 @@ impl Boundary {
     pub fn shape_call_result(&self, tool: &str, result: Value, upstream_ms: u64) -> Value {
         let started = Instant::now();
         let shaped = call::shape(self, tool, result);
+        crate::metrics::global().result(
+            tool,
+            shaped.outcome,
+            shaped.bytes_pre,
+            shaped.bytes,
+            shaped.tokens,
+        );
         if let Some(t) = &self.telemetry {
             t.send(PendingRecord {
                 record: telemetry::record(

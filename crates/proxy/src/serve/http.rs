@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
@@ -115,9 +115,24 @@ pub(crate) fn router(app: Arc<App>) -> Router {
             &app.options.path,
             post(post_message).get(open_stream).delete(end_session),
         )
+        // Prometheus metrics of the process (`crate::metrics`), behind the same Origin and
+        // bearer-token checks as the endpoint.
+        .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(app.options.max_body_bytes))
         .layer(middleware::from_fn_with_state(Arc::clone(&app), check))
         .with_state(app)
+}
+
+/// `GET /metrics`: [`crate::metrics::render`], in the OpenMetrics text format.
+async fn metrics() -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        )],
+        crate::metrics::render(),
+    )
+        .into_response()
 }
 
 /// `Origin`, then the bearer token, on every request.

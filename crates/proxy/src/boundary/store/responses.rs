@@ -96,12 +96,7 @@ impl ResponseStore for Store {
     }
 
     fn get(&self, principal: &str, id: &str) -> Result<Arc<Entry>, Miss> {
-        let entry = Store::get(self, id)?;
-        if *entry.principal == *principal {
-            Ok(entry)
-        } else {
-            Err(Miss::Fault(CursorFault::Unknown))
-        }
+        counted(memory_get(self, principal, id))
     }
 
     fn save_pages(&self, _entry: &Entry) -> Result<(), Miss> {
@@ -116,6 +111,27 @@ impl ResponseStore for Store {
     fn memory(&self) -> Option<&Store> {
         Some(self)
     }
+}
+
+/// The entry `id` of `principal` in the memory store `store`.
+fn memory_get(store: &Store, principal: &str, id: &str) -> Result<Arc<Entry>, Miss> {
+    let entry = Store::get(store, id)?;
+    if *entry.principal == *principal {
+        Ok(entry)
+    } else {
+        Err(Miss::Fault(CursorFault::Unknown))
+    }
+}
+
+/// `found`, counted in [`crate::metrics`] (`mcp_budget_store_lookups_total`).
+fn counted(found: Result<Arc<Entry>, Miss>) -> Result<Arc<Entry>, Miss> {
+    crate::metrics::global().lookup(match &found {
+        Ok(_) => "hit",
+        Err(Miss::Fault(CursorFault::Expired)) => "expired",
+        Err(Miss::Fault(_)) => "unknown",
+        Err(Miss::Unavailable(_) | Miss::Conflict) => "unavailable",
+    });
+    found
 }
 
 /// The shared store: Redis, with this process's memory store for the responses Redis does not
@@ -175,11 +191,11 @@ impl ResponseStore for Shared {
     }
 
     fn get(&self, principal: &str, id: &str) -> Result<Arc<Entry>, Miss> {
-        let local = ResponseStore::get(&self.local, principal, id);
+        let local = memory_get(&self.local, principal, id);
         if local.is_ok() {
-            return local;
+            return counted(local);
         }
-        match self.remote.get(principal, id) {
+        counted(match self.remote.get(principal, id) {
             Ok(entry) => Ok(Arc::new(entry)),
             // A response this replica kept itself and has dropped since.
             Err(Miss::Fault(CursorFault::Unknown)) => match local {
@@ -187,7 +203,7 @@ impl ResponseStore for Shared {
                 _ => Err(CursorFault::Unknown.into()),
             },
             Err(other) => Err(other),
-        }
+        })
     }
 
     fn save_pages(&self, entry: &Entry) -> Result<(), Miss> {

@@ -235,11 +235,16 @@ impl RemoteStore {
         })
     }
 
+    /// Runs the command(s) `fut` within the deadline, timed as `op` in [`crate::metrics`].
     fn run<T: Send + 'static>(
         &self,
+        op: &'static str,
         fut: impl Future<Output = redis::RedisResult<T>> + Send + 'static,
     ) -> Result<T, RemoteError> {
-        wait(&self.handle, self.config.timeout, fut)
+        let started = std::time::Instant::now();
+        let out = wait(&self.handle, self.config.timeout, fut);
+        crate::metrics::global().store_op(op, started.elapsed(), out.is_err());
+        out
     }
 
     fn key(principal: &str, id: &str) -> String {
@@ -294,8 +299,11 @@ impl RemoteStore {
             .arg(ttl.saturating_mul(2))
             .ignore();
         let mut conn = self.conn.clone();
-        self.run(async move { pipe.query_async::<()>(&mut conn).await })
-            .map_err(Put::Failed)?;
+        self.run(
+            "put",
+            async move { pipe.query_async::<()>(&mut conn).await },
+        )
+        .map_err(Put::Failed)?;
         Ok(Mark { key, ver: 0, book })
     }
 
@@ -328,7 +336,7 @@ impl RemoteStore {
         let mut conn = self.conn.clone();
         type Fields = (Option<u64>, Option<String>, Option<Vec<u8>>);
         let (fields, tomb_left): (Fields, bool) = self
-            .run(async move { pipe.query_async(&mut conn).await })
+            .run("get", async move { pipe.query_async(&mut conn).await })
             .map_err(|e| Miss::Unavailable(e.to_string()))?;
         let (Some(ver), Some(book_text), Some(body)) = fields else {
             return Err(Miss::Fault(if tomb_left {
@@ -377,7 +385,7 @@ impl RemoteStore {
         let mut conn = self.conn.clone();
         let cas = Arc::clone(&self.cas);
         let written: i64 = self
-            .run(async move {
+            .run("save", async move {
                 cas.key(key)
                     .arg(ver)
                     .arg(book)

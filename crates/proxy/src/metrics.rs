@@ -1,0 +1,194 @@
+//! The process's Prometheus metrics (`serve` exposes them at `/metrics`, text format), counted
+//! by every boundary of the process:
+//!
+//! - `mcp_budget_calls_total{tool,outcome}`: `tools/call` results shaped (outcome as in
+//!   telemetry: `fit|compacted|paged|elided|offloaded|error`) and injected calls answered
+//!   (`tool` = `read_more` / `query_response`; outcome `paged`, `fit` or `error`);
+//! - `mcp_budget_bytes_before_total{tool}` / `mcp_budget_bytes_after_total{tool}`: UTF-8 bytes
+//!   of the model-visible text before and after shaping (telemetry's `bytes_pre` / `bytes`);
+//!   `mcp_budget_tokens_after_total{tool}`: its tokens after shaping (the tokens before are
+//!   counted off the hot path, in the `--log` telemetry only);
+//! - `mcp_budget_pages_served_total{tool}`: paged results sent (page 1 and `read_more` pages);
+//! - `mcp_budget_store_lookups_total{result}`: cursor and response-id lookups in the response
+//!   store, `hit`, `unknown`, `expired` or `unavailable` (hits and misses);
+//! - `mcp_budget_store_errors_total{op}` and `mcp_budget_store_seconds{op}` (histogram): the
+//!   shared store's commands (`put`, `get`, `save`) that failed or timed out, and how long each
+//!   took, in seconds.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use mcp_budget_core::wire::Outcome;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(&'static str, String)>;
+
+fn new_histogram() -> Histogram {
+    // 50 µs to ~0.8 s.
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 15))
+}
+
+/// Every metric of the process.
+pub struct Metrics {
+    registry: Registry,
+    calls: Family<Labels, Counter>,
+    bytes_before: Family<Labels, Counter>,
+    bytes_after: Family<Labels, Counter>,
+    tokens_after: Family<Labels, Counter>,
+    pages: Family<Labels, Counter>,
+    lookups: Family<Labels, Counter>,
+    store_errors: Family<Labels, Counter>,
+    store_seconds: Family<Labels, Histogram, fn() -> Histogram>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+/// The process's metrics, registered on first use.
+pub fn global() -> &'static Metrics {
+    static GLOBAL: OnceLock<Metrics> = OnceLock::new();
+    GLOBAL.get_or_init(Metrics::new)
+}
+
+/// Every metric in the Prometheus / OpenMetrics text format (`# EOF` last).
+pub fn render() -> String {
+    let mut out = String::new();
+    // Writing to a String does not fail.
+    let _ = encode(&mut out, &global().registry);
+    out
+}
+
+fn outcome_name(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Fit => "fit",
+        Outcome::Compacted => "compacted",
+        Outcome::Paged => "paged",
+        Outcome::Elided => "elided",
+        Outcome::Offloaded => "offloaded",
+        Outcome::Error => "error",
+    }
+}
+
+impl Metrics {
+    fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("mcp_budget");
+        let m = Metrics {
+            calls: Family::default(),
+            bytes_before: Family::default(),
+            bytes_after: Family::default(),
+            tokens_after: Family::default(),
+            pages: Family::default(),
+            lookups: Family::default(),
+            store_errors: Family::default(),
+            store_seconds: Family::new_with_constructor(new_histogram),
+            registry: Registry::default(),
+        };
+        registry.register("calls", "Tool calls shaped or answered", m.calls.clone());
+        registry.register(
+            "bytes_before",
+            "Model-visible bytes of results before shaping",
+            m.bytes_before.clone(),
+        );
+        registry.register(
+            "bytes_after",
+            "Model-visible bytes of results after shaping",
+            m.bytes_after.clone(),
+        );
+        registry.register(
+            "tokens_after",
+            "Model-visible tokens of results after shaping",
+            m.tokens_after.clone(),
+        );
+        registry.register(
+            "pages_served",
+            "Pages of paged results sent",
+            m.pages.clone(),
+        );
+        registry.register(
+            "store_lookups",
+            "Response store lookups by result",
+            m.lookups.clone(),
+        );
+        registry.register(
+            "store_errors",
+            "Shared store commands that failed or timed out",
+            m.store_errors.clone(),
+        );
+        registry.register(
+            "store_seconds",
+            "Shared store command latency in seconds",
+            m.store_seconds.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// One result of `tool` sent: `bytes_before` / `bytes_after` / `tokens_after` as in
+    /// telemetry.
+    pub fn result(
+        &self,
+        tool: &str,
+        outcome: Outcome,
+        bytes_before: u64,
+        bytes_after: u64,
+        tokens_after: u64,
+    ) {
+        let t: Labels = vec![("tool", tool.to_owned())];
+        let mut with_outcome = t.clone();
+        with_outcome.push(("outcome", outcome_name(outcome).to_owned()));
+        self.calls.get_or_create(&with_outcome).inc();
+        self.bytes_before.get_or_create(&t).inc_by(bytes_before);
+        self.bytes_after.get_or_create(&t).inc_by(bytes_after);
+        self.tokens_after.get_or_create(&t).inc_by(tokens_after);
+        if outcome == Outcome::Paged {
+            self.pages.get_or_create(&t).inc();
+        }
+    }
+
+    /// One lookup in the response store: `hit`, `unknown`, `expired` or `unavailable`.
+    pub fn lookup(&self, result: &'static str) {
+        self.lookups
+            .get_or_create(&vec![("result", result.to_owned())])
+            .inc();
+    }
+
+    /// One command of the shared store (`op`): how long it took, and whether it failed.
+    pub fn store_op(&self, op: &'static str, took: Duration, failed: bool) {
+        let l: Labels = vec![("op", op.to_owned())];
+        self.store_seconds
+            .get_or_create(&l)
+            .observe(took.as_secs_f64());
+        if failed {
+            self.store_errors.get_or_create(&l).inc();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_render_in_the_text_format() {
+        let m = global();
+        m.result("rows", Outcome::Paged, 1000, 300, 90);
+        m.lookup("hit");
+        m.store_op("get", Duration::from_millis(1), true);
+        let text = render();
+        assert!(
+            text.contains(r#"mcp_budget_calls_total{tool="rows",outcome="paged"}"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"mcp_budget_pages_served_total{tool="rows"}"#));
+        assert!(text.contains(r#"mcp_budget_store_lookups_total{result="hit"}"#));
+        assert!(text.contains(r#"mcp_budget_store_errors_total{op="get"}"#));
+        assert!(text.contains("mcp_budget_store_seconds_bucket"));
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+}
