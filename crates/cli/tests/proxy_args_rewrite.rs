@@ -242,11 +242,20 @@ fn response_refs_send_a_cached_result_back_without_the_model_writing_it() {
     let meta = last_json(&result);
     let rid = meta["response_id"].as_str().expect("paged").to_owned();
     // The longer hint still fits the budget, on page 1 and on later pages.
-    assert!(visible_tokens(&result) <= 400, "{}", visible_tokens(&result));
+    assert!(
+        visible_tokens(&result) <= 400,
+        "{}",
+        visible_tokens(&result)
+    );
     let cursor = meta["next_cursor"].as_str().expect("more").to_owned();
     let page2 = call(&mut p, 30, "read_more", json!({"cursor": cursor}));
     assert!(visible_tokens(&page2) <= 400, "{}", visible_tokens(&page2));
-    assert!(last_json(&page2)["hint"].as_str().unwrap_or_default().contains("$response"));
+    assert!(
+        last_json(&page2)["hint"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("$response")
+    );
     // The hint of a paged result says how.
     let hint = meta["hint"].as_str().expect("hint");
     assert!(

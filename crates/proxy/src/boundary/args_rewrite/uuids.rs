@@ -4,13 +4,13 @@
 //! - **Shortening** ([`UuidMemory::shorten`]): every UUID ([`mcp_budget_core::uuid`]: `8-4-4-4-12`
 //!   hex digits with clean boundaries) in a result's documents — strings and object keys of
 //!   JSON, plain text — and in its structuredContent is replaced by its prefix, unless the
-//!   prefix would be ambiguous: two spellings in this result share it, or the session already
-//!   showed another UUID with it. Those stay whole, so a result never shows a prefix that
-//!   names two ids. Every UUID a result holds is remembered, shortened or not.
+//!   prefix would be ambiguous: two spellings in this result share it, the session already
+//!   showed another UUID with it, or the result holds that run of 12 hex digits as it is.
+//!   Those stay whole, so a result never shows a prefix that names two things. Every UUID a result holds is remembered, shortened or not.
 //! - **Expansion** ([`UuidMemory::expand_args`]): in a later `tools/call`'s arguments (string
 //!   values, object keys, and inside strings: a run of exactly 12 hex digits with clean
-//!   boundaries, any case), a prefix of exactly one remembered UUID becomes that UUID; a
-//!   prefix of two or more is [`Ambiguous`] (the call is answered `isError` and not
+//!   boundaries, any case), a prefix some result showed, of exactly one remembered UUID,
+//!   becomes that UUID; a prefix of two or more is [`Ambiguous`] (the call is answered `isError` and not
 //!   forwarded); anything else is left as it is.
 //! - **query_response** sees full UUIDs: each shortened response keeps its own prefix map
 //!   ([`UuidMemory::register`]), which expands its cached documents (and prefixes in the jq
@@ -21,7 +21,7 @@
 //! responses hold at most [`MAX_REMEMBERED`] UUIDs together (the oldest responses' maps go
 //! first). About 200 bytes each: under 50 MB at the bounds.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -56,6 +56,8 @@ pub(crate) struct UuidMemory {
 struct Inner {
     /// Prefix → the UUIDs with it, each spelled as first shown.
     by_prefix: HashMap<String, Vec<String>>,
+    /// The prefixes some result showed in place of a UUID: only those are expanded.
+    shown: HashSet<String>,
     /// UUID (as spelled) → the sequence number of its last showing.
     seen: HashMap<String, u64>,
     /// Sequence number → UUID, least recently shown first.
@@ -93,6 +95,7 @@ impl Inner {
                 list.retain(|u| *u != old);
                 if list.is_empty() {
                     self.by_prefix.remove(&p);
+                    self.shown.remove(&p);
                 }
             }
         }
@@ -108,7 +111,7 @@ impl UuidMemory {
     /// Shortens the UUIDs of one result in place: its documents and `values` (a
     /// structuredContent kept beside them). Returns the prefixes used (empty: none).
     pub(crate) fn shorten(&self, docs: &mut [Document], values: &mut [&mut Value]) -> PrefixMap {
-        let mut found: HashMap<String, Vec<String>> = HashMap::new();
+        let mut found = Found::default();
         for d in docs.iter() {
             match d {
                 Document::Json(v) => collect_value(v, &mut found),
@@ -118,24 +121,26 @@ impl UuidMemory {
         for v in values.iter() {
             collect_value(v, &mut found);
         }
-        if found.is_empty() {
+        if found.uuids.is_empty() {
             return PrefixMap::new();
         }
         let mut map = PrefixMap::new();
         if let Ok(mut inner) = self.inner.lock() {
-            for (p, fulls) in &found {
+            for (p, fulls) in &found.uuids {
                 let known = inner.by_prefix.get(p);
-                let unique =
-                    fulls.len() == 1 && known.is_none_or(|k| k.iter().all(|u| *u == fulls[0]));
+                let unique = fulls.len() == 1
+                    && known.is_none_or(|k| k.iter().all(|u| *u == fulls[0]))
+                    && !found.literal.contains(p);
                 if unique {
                     map.insert(p.clone(), fulls[0].clone());
                 }
             }
-            for fulls in found.values() {
+            for fulls in found.uuids.values() {
                 for f in fulls {
                     inner.remember(f);
                 }
             }
+            inner.shown.extend(map.keys().cloned());
             self.any.store(true, Ordering::Relaxed);
         }
         if map.is_empty() {
@@ -211,6 +216,7 @@ impl UuidMemory {
                     return None;
                 }
                 let out = replace_prefixes(s, |p| match inner.by_prefix.get(p) {
+                    _ if !inner.shown.contains(p) => Ok(None),
                     Some(list) if list.len() == 1 => Ok(Some(list[0].clone())),
                     Some(list) => Err(list.clone()),
                     None => Ok(None),
@@ -276,21 +282,40 @@ fn replace_prefixes<E>(
     }))
 }
 
-/// Records each UUID of `s` under its prefix (distinct spellings only).
-fn collect_str(s: &str, found: &mut HashMap<String, Vec<String>>) {
+/// What one result holds: its UUIDs, and the runs of 12 hex digits it holds as they are.
+#[derive(Debug, Default)]
+struct Found {
+    /// Prefix → the UUIDs with it (distinct spellings).
+    uuids: HashMap<String, Vec<String>>,
+    /// Runs that look like a prefix already ([`uuid::prefix_starts`], lowercased): a UUID
+    /// with such a prefix stays whole, so the result's prefix map expands only what was
+    /// shortened (`query_response` sees the original exactly).
+    literal: HashSet<String>,
+}
+
+/// Records each UUID of `s` under its prefix, and each prefix-like run.
+fn collect_str(s: &str, found: &mut Found) {
+    if s.len() < PREFIX_LEN {
+        return;
+    }
+    for start in uuid::prefix_starts(s) {
+        found
+            .literal
+            .insert(s[start..start + PREFIX_LEN].to_ascii_lowercase());
+    }
     if s.len() < UUID_LEN {
         return;
     }
     for start in uuid::uuid_starts(s) {
         let full = &s[start..start + UUID_LEN];
-        let list = found.entry(uuid::prefix_of(full)).or_default();
+        let list = found.uuids.entry(uuid::prefix_of(full)).or_default();
         if !list.iter().any(|u| u == full) {
             list.push(full.to_owned());
         }
     }
 }
 
-fn collect_value(v: &Value, found: &mut HashMap<String, Vec<String>>) {
+fn collect_value(v: &Value, found: &mut Found) {
     match v {
         Value::String(s) => collect_str(s, found),
         Value::Array(a) => a.iter().for_each(|x| collect_value(x, found)),
@@ -456,5 +481,60 @@ mod tests {
                 .by_prefix
                 .contains_key(&format!("{:08x}0000", MAX_REMEMBERED + 9))
         );
+    }
+
+    /// A JSON value built from `UUIDS`, words and numbers (strings mixing them).
+    fn value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            (0..UUIDS.len()).prop_map(|i| UUIDS[i].to_owned()),
+            (0..UUIDS.len()).prop_map(|i| UUIDS[i].to_uppercase()),
+            "[a-z ,:/-]{0,6}",
+        ];
+        let text = proptest::collection::vec(piece, 0..4).prop_map(|p| p.concat());
+        let leaf = prop_oneof![
+            text.clone().prop_map(Value::String),
+            any::<i32>().prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::vec((text.clone(), inner), 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Four UUIDs, two of them sharing a prefix.
+    const UUIDS: [&str; 4] = [A, A2, B, "00000000-0000-4000-8000-000000000000"];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Shortening is undone by the response's prefix map (what `query_response` sees), no
+        /// shown prefix names two UUIDs, and every UUID left whole had a reason.
+        #[test]
+        fn the_prefix_map_gives_the_original_back(v in value()) {
+            let m = UuidMemory::default();
+            let mut docs = vec![Document::Json(v.clone())];
+            let map = m.shorten(&mut docs, &mut []);
+            let Document::Json(mut shown) = docs.remove(0) else {
+                panic!("json doc")
+            };
+            let mut back = shown.clone();
+            expand_with(&map, &mut back);
+            proptest::prop_assert_eq!(&back, &v);
+            for (p, full) in &map {
+                proptest::prop_assert_eq!(&uuid::prefix_of(full), p);
+                let mut found = Found::default();
+                collect_value(&v, &mut found);
+                proptest::prop_assert_eq!(found.uuids.get(p).map(Vec::len), Some(1));
+                proptest::prop_assert!(!found.literal.contains(p));
+            }
+            // Expanding the arguments of a later call with the same prefixes gives the same.
+            if m.expand_args(&mut shown).is_ok() {
+                proptest::prop_assert_eq!(&shown, &v);
+            }
+        }
     }
 }
