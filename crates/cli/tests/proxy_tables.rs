@@ -4,7 +4,7 @@
 //! merges by `_meta["mcp-budget/page"].location` gets the tree back; `query_response` sees
 //! JSON; without the option nothing changes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use mcp_budget_core::paginate::reassemble_from_wire;
 use mcp_budget_core::table::{self, EXPLANATION};
@@ -25,7 +25,7 @@ fn config(name: &str, text: &str) -> PathBuf {
     path
 }
 
-fn start(cfg: &PathBuf) -> Proxy {
+fn start(cfg: &Path) -> Proxy {
     let budget = BUDGET.to_string();
     let cfg = cfg.to_str().expect("UTF-8 path");
     Proxy::start(
@@ -148,7 +148,7 @@ fn tables_auto_pages_are_tables_within_budget_and_reassemble() {
 fn tables_auto_saves_tokens_over_plain_pages() {
     let plain_cfg = config("plain", "[defaults]\n");
     let auto_cfg = config("tool", "[tools.directory_tree]\ntables = \"auto\"\n");
-    let sum = |cfg: &PathBuf| -> (usize, usize, bool) {
+    let sum = |cfg: &Path| -> (usize, usize, bool) {
         let mut proxy = start(cfg);
         let ps = pages(&mut proxy, 3_000);
         let json = ps
