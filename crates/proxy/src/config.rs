@@ -25,6 +25,8 @@
 //! overflow = "page"        # "page" (page 1 + meta) or "summary" (elision envelope first)
 //! jq_workers = 2           # query_response: most jq worker processes alive at once
 //! jq_memory_mib = 1024     # query_response: memory bound of one jq worker, MiB
+//! images = "auto"          # "auto" | "inline" | "file": where image items go (config::images)
+//! image_tokens = "anthropic"  # "anthropic" (w×h/750) | "openai" (tiles): an image's cost
 //!
 //! [tools.directory_tree]
 //! max_tokens = 4000
@@ -50,6 +52,9 @@ use std::time::Duration;
 
 use mcp_budget_core::tokens::Encoding;
 use serde::Deserialize;
+
+mod images;
+pub use images::{ImageCost, ImageMode};
 
 /// The built-in cache bound: the cached responses hold at most 256 MiB of memory (parsed
 /// trees by their heap estimate, compact texts by their bytes; the rest is spilled to files).
@@ -182,6 +187,10 @@ pub struct FileDefaults {
     pub jq_workers: Option<usize>,
     /// Memory bound of one jq worker process, in MiB.
     pub jq_memory_mib: Option<u64>,
+    /// Where image items go.
+    pub images: Option<ImageMode>,
+    /// What an image costs the model.
+    pub image_tokens: Option<ImageCost>,
 }
 
 /// `[tools.<name>]` of the TOML file: a rule for one upstream tool (matched by exact name).
@@ -199,6 +208,10 @@ pub struct ToolRule {
     pub overflow: Option<Overflow>,
     /// Appended (after one space) to the tool's description in `tools/list`.
     pub description_suffix: Option<String>,
+    /// Where this tool's image items go.
+    pub images: Option<ImageMode>,
+    /// What an image costs the model.
+    pub image_tokens: Option<ImageCost>,
 }
 
 /// `[cache]` of the TOML file: the response cache (proxy-wide).
@@ -395,6 +408,10 @@ pub struct EffectiveRule {
     pub transform: Option<String>,
     /// Suffix of the tool's description.
     pub description_suffix: Option<String>,
+    /// Where image items go (default [`ImageMode::Auto`]).
+    pub images: ImageMode,
+    /// What an image costs the model (default [`ImageCost::Anthropic`]).
+    pub image_tokens: ImageCost,
 }
 
 impl Settings {
@@ -459,6 +476,14 @@ impl Settings {
             overflow,
             transform: rule.and_then(|r| r.transform.clone()),
             description_suffix: rule.and_then(|r| r.description_suffix.clone()),
+            images: rule
+                .and_then(|r| r.images)
+                .or(defaults.images)
+                .unwrap_or_default(),
+            image_tokens: rule
+                .and_then(|r| r.image_tokens)
+                .or(defaults.image_tokens)
+                .unwrap_or_default(),
         }
     }
 

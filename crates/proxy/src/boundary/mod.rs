@@ -95,6 +95,7 @@
 mod args;
 mod blobs;
 mod call;
+mod images;
 pub mod injected;
 mod list;
 mod parts;
