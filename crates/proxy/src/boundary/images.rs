@@ -10,8 +10,9 @@
 //! - **Does not fit**: the images share what the text leaves (the text keeps what it needs
 //!   when that is at most half the budget, else half the budget, at least 256 tokens, for its
 //!   pages); each gets a share proportional to its cost and is replaced by a copy downscaled
-//!   to cost at most its share (decoded, resized with a Lanczos-3 filter, re-encoded in its
-//!   format: PNG, JPEG at quality 85, WebP lossless). Under `auto` the full-resolution image
+//!   to cost at most its share (decoded, resized with a Lanczos-3 filter — after an area
+//!   average to twice the size when shrinking more than 4 times — and re-encoded in its
+//!   format: PNG at best compression, JPEG at quality 85, WebP lossless). Under `auto` the full-resolution image
 //!   is written to a file ([`super::blobs`]) and a text item after the copy gives its path,
 //!   size and the copy's size; under `inline` no file is written.
 //! - **Cannot be shown** (data that is not base64, bytes whose pixel size cannot be read,
@@ -37,11 +38,13 @@ use super::call::Slot;
 use super::walk;
 use crate::config::{EffectiveRule, ImageCost, ImageMode};
 
-/// Longest side, in pixels, of an image the proxy decodes to downscale.
-pub(crate) const MAX_SIDE: u32 = 16_384;
+/// Longest side, in pixels, of an image the proxy decodes to downscale (a full-page
+/// screenshot is tall).
+pub(crate) const MAX_SIDE: u32 = 32_768;
 
-/// Most memory, in bytes, a decoder may allocate for one image (an 8192 × 8192 RGBA image).
-pub(crate) const MAX_DECODE_BYTES: u64 = 256 * 1024 * 1024;
+/// Most memory, in bytes, a decoder may allocate for one image (the `image` crate's default:
+/// a 154,000-token 8000 × 14438 RGB screenshot needs 347 MB).
+pub(crate) const MAX_DECODE_BYTES: u64 = 512 * 1024 * 1024;
 
 /// The documents of a result being shaped, as `call::shape` holds them: `docs` indexed by
 /// the `doc` of [`Slot::Text`]/[`Slot::Resource`] slots, `orig_texts` and `is_text_item`
@@ -369,6 +372,13 @@ fn downscale(c: &Candidate, share: u64, cost: ImageCost) -> Result<Copy, CopyErr
         } else {
             (width, height)
         };
+    // Far down, area-average to twice the target first (little memory, no aliasing), then
+    // Lanczos-3 to the target.
+    let img = if u64::from(img.width()) > 4 * width && u64::from(img.height()) > 4 * height {
+        img.thumbnail_exact(2 * width as u32, 2 * height as u32)
+    } else {
+        img
+    };
     let small = img.resize_exact(
         width as u32,
         height as u32,
@@ -392,8 +402,14 @@ fn downscale(c: &Candidate, share: u64, cost: ImageCost) -> Result<Copy, CopyErr
             (rgba, "image/webp")
         }
         _ => {
+            // Screenshots are mostly flat colour: the best compression pays for itself.
+            let enc = image::codecs::png::PngEncoder::new_with_quality(
+                &mut out,
+                image::codecs::png::CompressionType::Best,
+                image::codecs::png::FilterType::Adaptive,
+            );
             small
-                .write_to(&mut out, image::ImageFormat::Png)
+                .write_with_encoder(enc)
                 .map_err(|e| CopyError::Encode(e.to_string()))?;
             (small, "image/png")
         }
