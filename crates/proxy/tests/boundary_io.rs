@@ -182,7 +182,8 @@ fn telemetry_writes_one_record_per_call_without_payload() {
     assert!(first["ts"].as_str().unwrap().ends_with('Z'));
     assert_eq!(lines[1]["outcome"], "fit");
     assert_eq!(lines[1]["response_id"], Value::Null);
-    assert_eq!(lines[2]["outcome"], "offloaded");
+    // A 20×20 image fits (`images = "auto"`): kept inline, nothing offloaded.
+    assert_eq!(lines[2]["outcome"], "fit");
     assert_eq!(lines[3]["tool"], "read_more");
     assert_eq!(lines[3]["outcome"], "paged");
 }
