@@ -195,10 +195,15 @@ fn old_blob_files_go_at_startup_and_a_changed_blob_file_is_rewritten() {
     set_mtime(&old, three_days_ago);
     set_mtime(&unrelated, three_days_ago);
 
+    // A 256×256 image fits the budget and would stay inline (`images = "auto"`): `file`
+    // sends it to a blob file, as this test needs.
+    let cfg = tmp.path().join("images.toml");
+    std::fs::write(&cfg, "[tools.image]\nimages = \"file\"\n").unwrap();
     let mut proxy = Proxy::spawn(
         Command::new(BIN)
             .args(["proxy", "--blob-max-age", "2d", "--", BIN, "fixture-server"])
-            .env("TMPDIR", tmp.path()),
+            .env("TMPDIR", tmp.path())
+            .env("MCP_BUDGET_CONFIG", &cfg),
     );
     initialize(&mut proxy);
     assert!(

@@ -27,6 +27,8 @@
 //! jq_memory_mib = 1024     # query_response: memory bound of one jq worker, MiB
 //! uuid_prefix = true       # UUIDs in results → 12-hex prefixes, expanded back in arguments
 //! response_refs = true     # {"$response":"<id>","query":"<jq>"} arguments → cached response
+//! images = "auto"          # "auto" | "inline" | "file": where image items go (config::images)
+//! image_tokens = "anthropic"  # "anthropic" (w×h/750) | "openai" (tiles): an image's cost
 //!
 //! [tools.directory_tree]
 //! max_tokens = 4000
@@ -67,6 +69,9 @@ use std::time::Duration;
 
 use mcp_budget_core::tokens::Encoding;
 use serde::Deserialize;
+
+mod images;
+pub use images::{ImageCost, ImageMode};
 
 /// The built-in cache bound: the cached responses hold at most 256 MiB of memory (parsed
 /// trees by their heap estimate, compact texts by their bytes; the rest is spilled to files).
@@ -218,6 +223,10 @@ pub struct FileDefaults {
     pub response_refs: Option<bool>,
     /// Tables for arrays of objects.
     pub tables: Option<Tables>,
+    /// Where image items go.
+    pub images: Option<ImageMode>,
+    /// What an image costs the model.
+    pub image_tokens: Option<ImageCost>,
 }
 
 /// `[tools.<name>]` of the TOML file: a rule for one upstream tool (matched by exact name).
@@ -244,6 +253,10 @@ pub struct ToolRule {
     pub response_refs: Option<bool>,
     /// Tables for arrays of objects.
     pub tables: Option<Tables>,
+    /// Where this tool's image items go.
+    pub images: Option<ImageMode>,
+    /// What an image costs the model.
+    pub image_tokens: Option<ImageCost>,
 }
 
 /// `[cache]` of the TOML file: the response cache (proxy-wide).
@@ -498,6 +511,10 @@ pub struct EffectiveRule {
     pub response_refs: bool,
     /// Tables for arrays of objects (`[tools.<name>]`, then `[defaults]`; default off).
     pub tables: Tables,
+    /// Where image items go (default [`ImageMode::Auto`]).
+    pub images: ImageMode,
+    /// What an image costs the model (default [`ImageCost::Anthropic`]).
+    pub image_tokens: ImageCost,
 }
 
 impl Settings {
@@ -573,6 +590,14 @@ impl Settings {
             tables: rule
                 .and_then(|r| r.tables)
                 .or(defaults.tables)
+                .unwrap_or_default(),
+            images: rule
+                .and_then(|r| r.images)
+                .or(defaults.images)
+                .unwrap_or_default(),
+            image_tokens: rule
+                .and_then(|r| r.image_tokens)
+                .or(defaults.image_tokens)
                 .unwrap_or_default(),
         }
     }

@@ -40,9 +40,35 @@ fn check_file(desc: &Value, expect: &[u8]) {
 }
 
 #[test]
-fn recorded_image_is_offloaded_with_its_pixel_size() {
+fn recorded_image_stays_inline_by_default() {
     let dir = tempfile::tempdir().unwrap();
     let b = boundary(10_000, &dir);
+    let r = fixture("everything.call1.get-tiny-image.json");
+    let out = b.shape_call_result("get-tiny-image", r.clone(), 1);
+    assert_eq!(
+        out["content"], r["content"],
+        "a 20x20 image (1 token) fits: kept as it came"
+    );
+}
+
+#[test]
+fn recorded_image_is_offloaded_with_its_pixel_size() {
+    let dir = tempfile::tempdir().unwrap();
+    // `images = "file"`: every image over the blob threshold goes to a file.
+    let b = Boundary::new(Settings {
+        max_tokens: Some(10_000),
+        blob_dir: Some(dir.path().join("blobs")),
+        jq_worker: jq_worker(),
+        file: Some(
+            mcp_budget_proxy::config::ConfigFile::parse(
+                "[defaults]\nimages = \"file\"",
+                std::path::Path::new("t.toml"),
+            )
+            .unwrap(),
+        ),
+        ..Settings::default()
+    })
+    .unwrap();
     let r = fixture("everything.call1.get-tiny-image.json");
     let data = r["content"][1]["data"].as_str().unwrap().to_owned();
     let out = b.shape_call_result("get-tiny-image", r, 1);
@@ -156,7 +182,8 @@ fn telemetry_writes_one_record_per_call_without_payload() {
     assert!(first["ts"].as_str().unwrap().ends_with('Z'));
     assert_eq!(lines[1]["outcome"], "fit");
     assert_eq!(lines[1]["response_id"], Value::Null);
-    assert_eq!(lines[2]["outcome"], "offloaded");
+    // A 20×20 image fits (`images = "auto"`): kept inline, nothing offloaded.
+    assert_eq!(lines[2]["outcome"], "fit");
     assert_eq!(lines[3]["tool"], "read_more");
     assert_eq!(lines[3]["outcome"], "paged");
 }

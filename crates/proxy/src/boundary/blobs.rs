@@ -144,7 +144,14 @@ impl BlobSink {
         self.write("base64", &mime, &decoded.bytes)
     }
 
-    fn write(&self, kind: &str, mime: &str, bytes: &[u8]) -> Option<BlobOffload> {
+    /// The decoded size in bytes above which a payload is offloaded.
+    pub(crate) fn threshold(&self) -> usize {
+        self.threshold
+    }
+
+    /// Writes `bytes` (of type `mime`; `kind` is the description's `offloaded`) to its file
+    /// and describes it; `None` on any I/O failure.
+    pub(crate) fn write(&self, kind: &str, mime: &str, bytes: &[u8]) -> Option<BlobOffload> {
         let (width, height) = if mime.starts_with("image/") || kind == "image" {
             match imagesize::blob_size(bytes) {
                 Ok(size) => (Some(size.width as u64), Some(size.height as u64)),

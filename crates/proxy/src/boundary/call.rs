@@ -5,8 +5,10 @@
 //!    (jq) runs on it; long base64 / `data:` strings inside it are offloaded (see
 //!    [`super::blobs`]). A text item that is wholly a base64 blob is offloaded too. The text
 //!    of an embedded `resource` item is a document the same way (no `transform`).
-//! 2. `image`/`audio` data and resource blobs over the threshold are offloaded: the item
-//!    becomes a `text` item holding the description (its `annotations`/`_meta` are kept).
+//! 2. `audio` data and resource blobs over the threshold are offloaded: the item becomes a
+//!    `text` item holding the description (its `annotations`/`_meta` are kept). `image`
+//!    items are decided once every document is known ([`super::images::fit`]): inline at
+//!    their vision cost, a downscaled copy (plus the full-resolution file), or a file.
 //! 3. `structuredContent`: a value twin of a text item, or one that no text item carries
 //!    (then a document of its own, last), follows the pages ([`Slot::Structured`]); a string
 //!    twin is shaped after emitting ([`super::structured`]).
@@ -17,9 +19,10 @@
 //!    `overflow = "summary"`, the elision envelope whose `next_cursor` (`<id>.0`) leads to
 //!    page 1.
 //!
-//! Items that are not documents (`image` under the threshold, `resource_link`, unknown
-//! types) cost no model-visible tokens and are all kept on page 1, in their original order
-//! among the documents' items shown there; later pages carry documents only.
+//! Items that are not documents (inline `image`s, `resource_link`, unknown types) are all
+//! kept on page 1, in their original order among the documents' items shown there; later
+//! pages carry documents only. An inline image costs its vision cost ([`super::images`]),
+//! taken out of the budget of the documents; the other items cost nothing.
 //! Every other member of the result (`isError`, `_meta`, `resultType`, unknown ones) is kept
 //! as it was; `isError` results are shaped with the same budget. A result that is not an
 //! object with a `content` array is returned unchanged.
@@ -33,6 +36,7 @@ use serde_json::{Map, Value, json};
 
 use super::Boundary;
 use super::args_rewrite;
+use super::images;
 use super::parts::{self, Carrier};
 use super::store::Entry;
 use super::structured::{self, Orig, Plan, Twin};
@@ -158,6 +162,7 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
     let mut docs: Vec<Document> = Vec::new();
     let mut layout = Vec::with_capacity(content.len() + 1);
     let mut offloaded = 0usize;
+    let mut pending_images = Vec::new();
     let keep_pre = b.telemetry.is_some();
     let mut bytes_pre = 0u64;
     for item in content {
@@ -214,6 +219,12 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
                         pre_texts.push(payload.to_owned());
                     }
                 }
+                if item.get("type").and_then(Value::as_str) == Some("image") {
+                    // Decided once every document is known (`images::fit`).
+                    pending_images.push(layout.len());
+                    layout.push(Slot::Other(item));
+                    continue;
+                }
                 match b.blobs.offload_item(&item) {
                     Some(desc) => {
                         offloaded += 1;
@@ -238,6 +249,24 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
                 }
             }
         }
+    }
+
+    // Images: inline at their vision cost while they fit, else a downscaled copy and/or a file.
+    let mut image_tokens = 0;
+    if !pending_images.is_empty() {
+        let sc_tokens = obj
+            .get("structuredContent")
+            .filter(|v| v.is_object() || v.is_array())
+            .map_or(0, |sc| b.encoding.count(&sc.to_string()));
+        let set = images::DocSet {
+            docs: &mut docs,
+            layout: &mut layout,
+            orig_texts: &mut orig_texts,
+            is_text_item: &mut is_text_item,
+        };
+        let fitted = images::fit(b, &rule, set, &pending_images, sc_tokens);
+        offloaded += fitted.offloaded;
+        image_tokens = fitted.tokens;
     }
 
     // structuredContent: a value twin, or one no text item carries, follows the pages
@@ -314,16 +343,21 @@ pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
         }
         args_rewrite::shorten(b, rule.uuid_prefix, &mut docs, &mut kept)
     };
+    // Inline images take their cost out of the budget of the documents (on page 1, where
+    // they go; the pager's floor still holds).
     let mut emitted = emit(
         b,
         docs,
         &layout,
-        rule.max_tokens,
+        rule.max_tokens
+            .saturating_sub(image_tokens)
+            .max(mcp_budget_core::MIN_BUDGET_TOKENS),
         rule.precision,
         rule.overflow,
         rule.tables == Tables::Auto,
     );
     args_rewrite::register(b, emitted.response_id.as_deref(), uuid_map);
+    emitted.tokens += image_tokens as u64;
     let changed = emitted.mode != EmitMode::Whole
         || emitted
             .shown

@@ -99,6 +99,7 @@ mod args;
 pub mod args_rewrite;
 mod blobs;
 mod call;
+mod images;
 pub mod injected;
 mod list;
 mod need;
