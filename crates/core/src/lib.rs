@@ -26,8 +26,8 @@ pub mod paginate;
 pub mod summary;
 pub mod table;
 pub mod tokens;
-pub mod uuid;
 pub mod tooldefs;
+pub mod uuid;
 pub mod wire;
 
 /// The smallest budget, in tokens, that shaping accepts; smaller requests are clamped up to it.

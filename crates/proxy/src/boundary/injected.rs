@@ -435,7 +435,15 @@ fn query_response(b: &Boundary, args: &Value) -> Answer {
         doc: 0,
         extra: serde_json::Map::new(),
     }];
-    let emitted = call::emit(b, docs, &layout, budget, entry.precision, Overflow::Page, false);
+    let emitted = call::emit(
+        b,
+        docs,
+        &layout,
+        budget,
+        entry.precision,
+        Overflow::Page,
+        false,
+    );
     args_rewrite::register(b, emitted.response_id.as_deref(), uuid_map);
     let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
     content.extend(emitted.items);

@@ -78,8 +78,8 @@ mod writer;
 pub use child::UpstreamCommand;
 pub use error::RelayError;
 pub use http::{HttpUpstream, HttpUpstreamError};
-pub use shaper::Rewrite;
 pub use shaper::CallRoute;
+pub use shaper::Rewrite;
 pub use shaper::Shaper;
 pub use upstream::Upstream;
 
