@@ -117,10 +117,13 @@ async def test_query_response_over_http():
     assert json.loads(body_of(http))[:2] == ["row-00000", "row-01000"]
 
 
-async def test_image_is_offloaded_over_http():
+async def test_image_is_offloaded_over_http(tmp_path):
+    # Small images stay inline by default (`images = "auto"`); `file` offloads them.
+    config = tmp_path / "images.toml"
+    config.write_text('[defaults]\nimages = "file"\n')
     async with session(FIXTURE, ["fixture-server"], proxy=False, mode="legacy") as c:
         direct = wire(await c.call_tool("image", {}))
-    async with served(FIXTURE, ["fixture-server"]) as url, http_session(url) as c:
+    async with served(FIXTURE, ["fixture-server"], ["--config", str(config)]) as url, http_session(url) as c:
         shaped = wire(await c.call_tool("image", {}))
     assert_blobs_kept(direct, shaped)
     described = [json.loads(t) for t in text_items(shaped) if t.startswith("{")]
