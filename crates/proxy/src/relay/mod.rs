@@ -402,33 +402,45 @@ impl Relay {
         if cause == StopCause::UpstreamExited {
             log::warn(format_args!("{why}"));
         }
-        let orphans = shared.pending().close();
-        for entry in orphans {
-            shared.note_call_error(&entry);
-            let message = format!("{why} before answering this request ({})", entry.method);
-            let _ = out
-                .send(reply::error_line(
-                    &entry.raw_id,
-                    reply::CONNECTION_CLOSED,
-                    &message,
-                ))
-                .await;
-        }
+        answer_orphans(&shared, &out, &why).await;
         if !client_done {
             client.abort();
         }
-        drop(out);
-        // The queue closes when the readers and every shaping job have dropped their senders.
-        if timeout(WRITER_DRAIN, writer).await.is_err() {
-            log::warn(format_args!(
-                "gave up writing to the client after {WRITER_DRAIN:?}"
-            ));
-        }
+        drain_writer(out, writer).await;
         let code = match cause {
             StopCause::UpstreamKilled => 0,
             _ => child::exit_code(status),
         };
         Ok(RelayExit { code, cause })
+    }
+}
+
+/// Closes the pending table (later requests are refused) and answers every request still
+/// waiting with a -32000 error: "`why` before answering this request (<method>)".
+async fn answer_orphans(shared: &Shared, out: &mpsc::Sender<Vec<u8>>, why: &str) {
+    let orphans = shared.pending().close();
+    for entry in orphans {
+        shared.note_call_error(&entry);
+        let message = format!("{why} before answering this request ({})", entry.method);
+        let _ = out
+            .send(reply::error_line(
+                &entry.raw_id,
+                reply::CONNECTION_CLOSED,
+                &message,
+            ))
+            .await;
+    }
+}
+
+/// Drops the relay's own sender and waits, at most [`WRITER_DRAIN`], for the client writer to
+/// write what is queued: the queue closes when the readers and every shaping job have dropped
+/// their senders.
+async fn drain_writer(out: mpsc::Sender<Vec<u8>>, writer: tokio::task::JoinHandle<()>) {
+    drop(out);
+    if timeout(WRITER_DRAIN, writer).await.is_err() {
+        log::warn(format_args!(
+            "gave up writing to the client after {WRITER_DRAIN:?}"
+        ));
     }
 }
 

@@ -18,8 +18,8 @@ use super::http::{self, HttpUpstream};
 use super::lines::{FrameQueue, LineReader};
 use super::route::Pending;
 use super::{
-    DRAIN_AFTER_EXIT, Relay, RelayError, RelayExit, Shared, StopCause, WRITER_DRAIN,
-    expire_requests, from_client, from_server, log, reply, writer,
+    DRAIN_AFTER_EXIT, Relay, RelayError, RelayExit, Shared, StopCause, answer_orphans,
+    drain_writer, expire_requests, from_client, from_server, log, writer,
 };
 
 /// How long the transport gets, after the client left, to end the session (HTTP DELETE) once
@@ -98,27 +98,13 @@ impl Relay {
         if let Some(sweeper) = sweeper {
             sweeper.abort();
         }
-        let orphans = shared.pending().close();
-        for entry in orphans {
-            shared.note_call_error(&entry);
-            let message = format!(
-                "the connection to the upstream server was closed before it answered this request ({})",
-                entry.method
-            );
-            let _ = out
-                .send(reply::error_line(
-                    &entry.raw_id,
-                    reply::CONNECTION_CLOSED,
-                    &message,
-                ))
-                .await;
-        }
-        drop(out);
-        if timeout(WRITER_DRAIN, writer).await.is_err() {
-            log::warn(format_args!(
-                "gave up writing to the client after {WRITER_DRAIN:?}"
-            ));
-        }
+        answer_orphans(
+            &shared,
+            &out,
+            "the connection to the upstream server was closed",
+        )
+        .await;
+        drain_writer(out, writer).await;
         Ok(RelayExit { code: 0, cause })
     }
 }
