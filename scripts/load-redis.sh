@@ -6,4 +6,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MCP_BUDGET_LOAD="${MCP_BUDGET_LOAD:-4x50x20}"
-exec cargo test -p mcp-budget --release --test serve_redis_load -- --nocapture
+exec cargo test -p mcp-budget --release --test it serve_redis_load:: -- --nocapture

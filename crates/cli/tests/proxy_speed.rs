@@ -1,7 +1,7 @@
 //! Speed of `mcp-budget proxy` against the same fixture server without it (issue 4, "Speed").
 //!
 //! Ignored by default (it takes a while and wants an optimized build):
-//! `cargo test --release -p mcp-budget --test proxy_speed -- --ignored --nocapture`
+//! `cargo test --release -p mcp-budget --test it proxy_speed:: -- --ignored --nocapture`
 //!
 //! Both paths run side by side, requests interleaved in a rotating order, so a busy machine
 //! slows both alike; the figures are medians. The client parses every line it gets as JSON, as a real client would.

@@ -167,7 +167,14 @@ struct Pair {
     after: [jsonschema::Validator; 2],
 }
 
-fn pairs() -> Vec<Pair> {
+/// The pairs, built once per test process: reading the recordings, compacting every tool and
+/// compiling four validators per tool costs far more than checking one case's arguments.
+fn pairs() -> &'static [Pair] {
+    static PAIRS: std::sync::OnceLock<Vec<Pair>> = std::sync::OnceLock::new();
+    PAIRS.get_or_init(build_pairs)
+}
+
+fn build_pairs() -> Vec<Pair> {
     let enc = Encoding::Cl100kBase;
     let mut out = Vec::new();
     for s in SERVERS {
@@ -204,7 +211,7 @@ proptest! {
         let pairs = pairs();
         let mut rng = Rng(seed | 1);
         let (mut valid, mut invalid) = (0, 0);
-        for p in &pairs {
+        for p in pairs {
             for _ in 0..8 {
                 let args = instance(&p.original, &mut rng, mutate, 0);
                 for (b, a) in p.before.iter().zip(&p.after) {

@@ -1,0 +1,52 @@
+//! Every integration test of this crate in one test binary: each former `tests/NAME.rs` is
+//! the module `NAME` here (its file stays where it was). One binary links the dependency
+//! tree once instead of once per file, which is most of the test build on 2 cores.
+//! A new `tests/NAME.rs` must be listed below (`autotests = false` in Cargo.toml):
+//! `every_test_file_is_a_module` fails until it is.
+
+#[path = "blob_detect.rs"]
+mod blob_detect;
+#[path = "compact_props.rs"]
+mod compact_props;
+#[path = "hf_tokenizer.rs"]
+mod hf_tokenizer;
+#[path = "hostile_inputs.rs"]
+mod hostile_inputs;
+#[path = "measure_equiv.rs"]
+mod measure_equiv;
+#[path = "measure_props.rs"]
+mod measure_props;
+#[path = "measure_whatif.rs"]
+mod measure_whatif;
+#[path = "paging_props.rs"]
+mod paging_props;
+#[path = "paging_wire_props.rs"]
+mod paging_wire_props;
+#[path = "summary_props.rs"]
+mod summary_props;
+#[path = "summary_shapes.rs"]
+mod summary_shapes;
+#[path = "table_props.rs"]
+mod table_props;
+#[path = "tokens_equivalence.rs"]
+mod tokens_equivalence;
+#[path = "tooldefs_real.rs"]
+mod tooldefs_real;
+
+/// Every `tests/*.rs` file is one of the modules above (Cargo no longer finds them by itself).
+#[test]
+fn every_test_file_is_a_module() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests");
+    let this = include_str!("it.rs");
+    for entry in std::fs::read_dir(dir).expect("the tests directory") {
+        let name = entry.expect("a directory entry").file_name();
+        let name = name.to_string_lossy();
+        if name.ends_with(".rs") && name != "it.rs" {
+            let line = format!("#[path = \"{name}\"]");
+            assert!(
+                this.contains(&line),
+                "tests/{name} is not a module of tests/it.rs"
+            );
+        }
+    }
+}
