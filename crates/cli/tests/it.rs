@@ -4,6 +4,10 @@
 //! A new `tests/NAME.rs` must be listed below (`autotests = false` in Cargo.toml):
 //! `every_test_file_is_a_module` fails until it is.
 
+// Each module keeps its own `mod proxy_support;` (or `boundary_util`, `redis_support`), as it
+// had as a binary of its own: the shared helpers are compiled once per module that uses them.
+#![allow(clippy::duplicate_mod)]
+
 #[path = "demo.rs"]
 mod demo;
 #[path = "first_use.rs"]
