@@ -80,11 +80,12 @@ fn reassemble(pages: &[Value]) -> Option<Value> {
     reassemble_from_wire(&w)
 }
 
+/// The peak resident set size of process `pid` (`VmHWM`), KiB.
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
 }
@@ -286,7 +287,12 @@ fn replicas_on_redis_lose_no_page_under_concurrent_sessions() {
     );
     assert_eq!(memory.bad, 0, "lost or mismatched calls in memory");
     assert!(shared.pages > sessions * calls, "{} pages", shared.pages);
-    assert_eq!(uncached.pages, shared.pages);
+    // Not always the same count: the meta item's tokens depend on the random id's digits.
+    assert!(
+        uncached.pages > sessions * calls,
+        "{} pages",
+        uncached.pages
+    );
     // Not the same count: a 24-hex id makes the meta item longer than a 12-hex one.
     assert!(memory.pages > sessions * calls, "{} pages", memory.pages);
     let (m50, m99) = quantiles(&mut memory.latencies);
@@ -306,7 +312,7 @@ fn replicas_on_redis_lose_no_page_under_concurrent_sessions() {
         );
     }
     eprintln!(
-        "replica RSS KiB: redis+cache {:?}, redis no cache {:?}, memory {:?}",
+        "replica peak RSS KiB: redis+cache {:?}, redis no cache {:?}, memory {:?}",
         shared.rss_kib, uncached.rss_kib, memory.rss_kib
     );
     for m in &shared.metrics {
