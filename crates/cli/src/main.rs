@@ -80,7 +80,7 @@ fn main() -> ExitCode {
             {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("mcp-budget: {err:#}");
+            mcp_budget_proxy::logging::error(format_args!("{err:#}"));
             ExitCode::from(2)
         }
     }

@@ -79,6 +79,21 @@ pub(crate) struct Args {
     #[arg(long, value_name = "URL", env = "MCP_BUDGET_STORE")]
     store: Option<String>,
 
+    /// rediss://: PEM file of the CA(s) that sign Redis's certificate [default: the system's
+    /// roots]
+    #[arg(long, value_name = "FILE", env = "MCP_BUDGET_STORE_CA")]
+    store_ca: Option<PathBuf>,
+
+    /// This replica's cache of parsed responses read from Redis (repeated read_more skip the
+    /// fetch and parse): 67108864, 64MiB; 0 = none [default: 64MiB]
+    #[arg(long, value_name = "BYTES", env = "MCP_BUDGET_STORE_CACHE_BYTES", value_parser = config::parse_bytes)]
+    store_cache_bytes: Option<usize>,
+
+    /// Diagnostics on stderr: text (lines) or json (one OpenTelemetry-friendly object per
+    /// line) [default: text]
+    #[arg(long, value_name = "FORMAT", env = "MCP_BUDGET_LOG_FORMAT")]
+    log_format: Option<mcp_budget_proxy::logging::LogFormat>,
+
     /// Whose responses these are in a shared store: only the same principal reads their
     /// cursors [default: local]
     #[arg(long, value_name = "NAME", env = "MCP_BUDGET_PRINCIPAL")]
@@ -147,6 +162,27 @@ impl Args {
         }
     }
 
+    /// Installs the stderr log format: the flag or `MCP_BUDGET_LOG_FORMAT`, else `[logging]
+    /// format` of the config file (loaded into `settings` here), else text.
+    ///
+    /// # Errors
+    /// When the config file cannot be read or parsed.
+    pub(crate) fn init_logging(&self, settings: &mut Settings) -> anyhow::Result<()> {
+        let format = match self.log_format {
+            Some(f) => f,
+            None => {
+                settings.load_config_file()?;
+                settings
+                    .file
+                    .as_ref()
+                    .and_then(|f| f.logging.format)
+                    .unwrap_or_default()
+            }
+        };
+        mcp_budget_proxy::logging::init(format);
+        Ok(())
+    }
+
     /// The relay's limits from the flags.
     pub(crate) fn relay_options(&self) -> RelayOptions {
         let mut options = RelayOptions::default();
@@ -175,6 +211,8 @@ impl Args {
             blob_max_age: self.blob_max_age,
             store: self.store.clone(),
             principal: self.principal.clone(),
+            store_ca: self.store_ca.clone(),
+            store_cache_bytes: self.store_cache_bytes,
             ..Settings::default()
         }
     }
@@ -184,6 +222,7 @@ impl Args {
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let options = args.relay_options();
     let mut settings = args.settings();
+    args.init_logging(&mut settings)?;
     let upstream = args.upstream(&mut settings)?;
     let boundary = Arc::new(Boundary::new(settings)?);
     let relay = Relay::new(options).with_shaper(Arc::clone(&boundary) as Arc<dyn Shaper>);

@@ -57,6 +57,7 @@ pub(crate) struct ServeArgs {
 /// Runs `mcp-budget serve` until SIGTERM, SIGINT or SIGHUP.
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut settings = args.proxy.settings();
+    args.proxy.init_logging(&mut settings)?;
     let upstream = args.proxy.upstream(&mut settings)?;
     let mut options = ServeOptions::default();
     options.path = if args.path.starts_with('/') {
@@ -88,11 +89,11 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let addr = listener.local_addr().context("no local address")?;
         if !addr.ip().is_loopback() && options.auth_token.is_none() {
-            eprintln!(
-                "mcp-budget: warning: listening on {addr}, beyond this machine, with no --auth-token"
-            );
+            mcp_budget_proxy::logging::warn(format_args!(
+                "warning: listening on {addr}, beyond this machine, with no --auth-token"
+            ));
         }
-        eprintln!("mcp-budget: serving http://{addr}{}", options.path);
+        mcp_budget_proxy::logging::info(format_args!("serving http://{addr}{}", options.path));
         server
             .run(listener, serve::shutdown_signal())
             .await

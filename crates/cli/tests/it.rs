@@ -12,6 +12,8 @@
 mod demo;
 #[path = "first_use.rs"]
 mod first_use;
+#[path = "log_json.rs"]
+mod log_json;
 #[path = "measure_cli.rs"]
 mod measure_cli;
 #[path = "measure_tools_list.rs"]
@@ -32,6 +34,8 @@ mod proxy_jq;
 mod proxy_paging;
 #[path = "proxy_redis.rs"]
 mod proxy_redis;
+#[path = "proxy_redis_tls.rs"]
+mod proxy_redis_tls;
 #[path = "proxy_regressions.rs"]
 mod proxy_regressions;
 #[path = "proxy_relay.rs"]

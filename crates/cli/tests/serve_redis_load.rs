@@ -4,7 +4,9 @@
 //! from one replica and every `read_more` from the next ones in turn; each call's pages must
 //! reassemble to the fixture's direct result (0 lost or mismatched pages). The same run with
 //! the memory store (each session on one replica) gives the baseline of `read_more` latency;
-//! the test prints p50/p99 of both, their ratio, and each replica's RSS.
+//! the test prints p50/p99 of both, their ratio, and each replica's RSS. The Redis run is made
+//! twice: with each replica's cache of parsed responses (the default) and without it
+//! (`--store-cache-bytes 0`), the before/after of that cache.
 //!
 //! CI runs a small version (2 × 4 × 3). The issue's full size: `scripts/load-redis.sh`
 //! (MCP_BUDGET_LOAD=4x50x20).
@@ -78,11 +80,12 @@ fn reassemble(pages: &[Value]) -> Option<Value> {
     reassemble_from_wire(&w)
 }
 
+/// The peak resident set size of process `pid` (`VmHWM`), KiB.
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
 }
@@ -99,7 +102,13 @@ struct Outcome {
 
 /// One run: `shared` = replicas on Redis (pages from every replica in turn), else the memory
 /// store (each session on its own replica).
-fn run(redis: Option<&Redis>, replicas: usize, sessions: usize, calls: usize) -> Outcome {
+fn run(
+    redis: Option<&Redis>,
+    cache: bool,
+    replicas: usize,
+    sessions: usize,
+    calls: usize,
+) -> Outcome {
     let wants: Vec<Value> = (0..SEEDS).map(direct).collect();
     let url = redis.map(Redis::url);
     let limit = (sessions + 2).to_string();
@@ -117,6 +126,9 @@ fn run(redis: Option<&Redis>, replicas: usize, sessions: usize, calls: usize) ->
             ];
             if let Some(u) = &url {
                 flags.extend(["--store", u]);
+                if !cache {
+                    flags.extend(["--store-cache-bytes", "0"]);
+                }
             }
             Serve::fixture(&flags)
         })
@@ -125,12 +137,36 @@ fn run(redis: Option<&Redis>, replicas: usize, sessions: usize, calls: usize) ->
     let pages = Mutex::new(0usize);
     let bad = Mutex::new(0usize);
     let deadline = Instant::now() + Duration::from_secs(600);
+    let running = std::sync::atomic::AtomicUsize::new(sessions);
+    let scrapes = Mutex::new(0usize);
     std::thread::scope(|s| {
+        // /metrics scraped during the load, every 100 ms, from every replica in turn.
+        let (servers_ref, running_ref, scrapes_ref) = (&servers, &running, &scrapes);
+        s.spawn(move || {
+            let mut r = 0;
+            while running_ref.load(std::sync::atomic::Ordering::Acquire) > 0 {
+                let url = servers_ref[r % servers_ref.len()]
+                    .url
+                    .replace("/mcp", "/metrics");
+                let resp = serve_support::client()
+                    .get(&url)
+                    .bearer_auth(TOKEN)
+                    .send()
+                    .unwrap();
+                assert_eq!(resp.status(), 200);
+                assert!(resp.text().unwrap().ends_with("# EOF\n"));
+                *scrapes_ref.lock().unwrap() += 1;
+                r += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
         for k in 0..sessions {
             let (servers, wants, latencies, pages, bad) =
                 (&servers, &wants, &latencies, &pages, &bad);
             let shared = redis.is_some();
+            let running = &running;
             s.spawn(move || {
+                let _done = Done(running);
                 let home = k % replicas;
                 // A session on every replica it reads from (one token: one principal).
                 let ids: Vec<Option<String>> = (0..replicas)
@@ -182,6 +218,10 @@ fn run(redis: Option<&Redis>, replicas: usize, sessions: usize, calls: usize) ->
             });
         }
     });
+    assert!(
+        *scrapes.lock().unwrap() > 0,
+        "/metrics never scraped during the load"
+    );
     let rss_kib = servers.iter().map(|s| rss_kib(s.pid())).collect();
     // Scrape /metrics of every replica (Prometheus text format, behind the token).
     let metrics = servers
@@ -206,6 +246,21 @@ fn run(redis: Option<&Redis>, replicas: usize, sessions: usize, calls: usize) ->
     }
 }
 
+/// Counts a session thread down when it ends (even by a panic).
+struct Done<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// p50 and p99 of `latencies` (sorted here).
+fn quantiles(latencies: &mut [u64]) -> (u64, u64) {
+    latencies.sort_unstable();
+    (percentile(latencies, 0.5), percentile(latencies, 0.99))
+}
+
 fn percentile(sorted: &[u64], p: f64) -> u64 {
     if sorted.is_empty() {
         return 0;
@@ -219,39 +274,53 @@ fn replicas_on_redis_lose_no_page_under_concurrent_sessions() {
     let Some(redis) = Redis::start() else { return };
     let (replicas, sessions, calls) = size();
     let started = Instant::now();
-    let mut shared = run(Some(&redis), replicas, sessions, calls);
+    let mut shared = run(Some(&redis), true, replicas, sessions, calls);
     let shared_secs = started.elapsed().as_secs_f64();
+    let mut uncached = run(Some(&redis), false, replicas, sessions, calls);
     let started = Instant::now();
-    let mut memory = run(None, replicas, sessions, calls);
+    let mut memory = run(None, true, replicas, sessions, calls);
     let memory_secs = started.elapsed().as_secs_f64();
     assert_eq!(shared.bad, 0, "lost or mismatched calls on Redis");
+    assert_eq!(
+        uncached.bad, 0,
+        "lost or mismatched calls on Redis without the cache"
+    );
     assert_eq!(memory.bad, 0, "lost or mismatched calls in memory");
     assert!(shared.pages > sessions * calls, "{} pages", shared.pages);
+    // Not always the same count: the meta item's tokens depend on the random id's digits.
+    assert!(
+        uncached.pages > sessions * calls,
+        "{} pages",
+        uncached.pages
+    );
     // Not the same count: a 24-hex id makes the meta item longer than a 12-hex one.
     assert!(memory.pages > sessions * calls, "{} pages", memory.pages);
-    shared.latencies.sort_unstable();
-    memory.latencies.sort_unstable();
-    let (r50, r99) = (
-        percentile(&shared.latencies, 0.5),
-        percentile(&shared.latencies, 0.99),
-    );
-    let (m50, m99) = (
-        percentile(&memory.latencies, 0.5),
-        percentile(&memory.latencies, 0.99),
-    );
+    let (m50, m99) = quantiles(&mut memory.latencies);
     eprintln!(
         "load {replicas}x{sessions}x{calls}: pages redis {} in {shared_secs:.1}s, memory {} in {memory_secs:.1}s; 0 lost or mismatched",
         shared.pages, memory.pages
     );
+    for (name, run) in [
+        ("redis+cache", &mut shared),
+        ("redis, no cache", &mut uncached),
+    ] {
+        let (r50, r99) = quantiles(&mut run.latencies);
+        eprintln!(
+            "read_more {name}: p50 {r50} us / memory {m50} us = {:.2}; p99 {r99} us / memory {m99} us = {:.2}",
+            r50 as f64 / m50.max(1) as f64,
+            r99 as f64 / m99.max(1) as f64
+        );
+    }
     eprintln!(
-        "read_more p50 redis {r50} us / memory {m50} us = {:.2}; p99 redis {r99} us / memory {m99} us = {:.2}",
-        r50 as f64 / m50.max(1) as f64,
-        r99 as f64 / m99.max(1) as f64
+        "replica peak RSS KiB: redis+cache {:?}, redis no cache {:?}, memory {:?}",
+        shared.rss_kib, uncached.rss_kib, memory.rss_kib
     );
-    eprintln!(
-        "replica RSS KiB: redis {:?}, memory {:?}",
-        shared.rss_kib, memory.rss_kib
-    );
+    for m in &shared.metrics {
+        assert!(
+            m.contains(r#"mcp_budget_replica_cache_total{result="hit"}"#),
+            "{m}"
+        );
+    }
     for (m, mem) in shared.metrics.iter().zip(&memory.metrics) {
         for text in [m, mem] {
             assert!(
@@ -268,7 +337,12 @@ fn replicas_on_redis_lose_no_page_under_concurrent_sessions() {
         assert!(!mem.contains("mcp_budget_store_seconds_count"), "{mem}");
     }
     // Each replica's memory stays bounded (the fixture's results are ~10 KB each).
-    for kib in shared.rss_kib.iter().chain(&memory.rss_kib) {
+    for kib in shared
+        .rss_kib
+        .iter()
+        .chain(&uncached.rss_kib)
+        .chain(&memory.rss_kib)
+    {
         assert!(*kib < 512 * 1024, "{kib} KiB");
     }
 }

@@ -50,6 +50,10 @@
 //! url = "redis://127.0.0.1:6379/0"   # cached responses in Redis (replicas share cursors)
 //! timeout_ms = 2000        # deadline of one Redis command (and of connecting)
 //! max_entry_bytes = 33554432  # largest compressed response written to Redis
+//! ca_file = "/etc/redis/ca.pem"  # rediss://: trust only this CA (default: the system's roots)
+//! cache_bytes = 67108864   # this replica's cache of parsed responses read from Redis; 0 = none
+//! [logging]                # --log-format / MCP_BUDGET_LOG_FORMAT win
+//! format = "json"          # stderr diagnostics: "text" (default) or "json" (one object a line)
 //! [upstream]               # a remote server (`proxy` without `-- <command>`); flags and env win
 //! url = "https://mcp.example.com/mcp"
 //! headers = { Authorization = "Bearer …" }
@@ -290,6 +294,18 @@ pub struct FileStore {
     pub timeout_ms: Option<u64>,
     /// Bytes of the largest compressed response written to Redis.
     pub max_entry_bytes: Option<usize>,
+    /// PEM file of the CA(s) to trust for `rediss://` (instead of the system's roots).
+    pub ca_file: Option<PathBuf>,
+    /// Bytes of this replica's cache of parsed responses read from Redis; 0 = none.
+    pub cache_bytes: Option<usize>,
+}
+
+/// `[logging]` of the TOML file: the diagnostics on stderr (proxy-wide).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileLogging {
+    /// `text` or `json` ([`crate::logging::LogFormat`]).
+    pub format: Option<crate::logging::LogFormat>,
 }
 
 /// The parsed TOML file.
@@ -308,6 +324,9 @@ pub struct ConfigFile {
     /// `[store]`.
     #[serde(default)]
     pub store: FileStore,
+    /// `[logging]`.
+    #[serde(default)]
+    pub logging: FileLogging,
     /// `[tools.<name>]`, by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolRule>,
@@ -463,6 +482,12 @@ pub struct Settings {
     /// Whose responses this boundary makes and reads (`serve`: the session, or the bearer
     /// token's SHA-256). `None`: `local`.
     pub principal: Option<String>,
+    /// `--store-ca` / `MCP_BUDGET_STORE_CA`: PEM CA file trusted for `rediss://`. `None`:
+    /// `[store] ca_file`, then the system's roots.
+    pub store_ca: Option<PathBuf>,
+    /// `--store-cache-bytes` / `MCP_BUDGET_STORE_CACHE_BYTES`: bound of the replica cache of
+    /// parsed responses read from Redis. `None`: `[store] cache_bytes`, then 64 MiB.
+    pub store_cache_bytes: Option<usize>,
 }
 
 impl Default for Settings {
@@ -488,6 +513,8 @@ impl Default for Settings {
             store: None,
             store_timeout: None,
             principal: None,
+            store_ca: None,
+            store_cache_bytes: None,
         }
     }
 }
@@ -682,6 +709,22 @@ impl Settings {
             .as_ref()
             .and_then(|f| f.store.max_entry_bytes)
             .unwrap_or(crate::boundary::STORE_MAX_ENTRY_BYTES)
+    }
+
+    /// The CA file trusted for `rediss://`: [`Settings::store_ca`], else `[store] ca_file`;
+    /// `None`: the system's roots.
+    pub fn store_ca_file(&self) -> Option<PathBuf> {
+        self.store_ca
+            .clone()
+            .or(self.file.as_ref().and_then(|f| f.store.ca_file.clone()))
+    }
+
+    /// Bytes of the replica cache of parsed responses read from Redis:
+    /// [`Settings::store_cache_bytes`], else `[store] cache_bytes`, else 64 MiB; 0 = none.
+    pub fn store_cache_bytes(&self) -> usize {
+        self.store_cache_bytes
+            .or(self.file.as_ref().and_then(|f| f.store.cache_bytes))
+            .unwrap_or(crate::boundary::STORE_CACHE_BYTES)
     }
 
     /// The principal: [`Settings::principal`], else `local`.

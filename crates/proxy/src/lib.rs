@@ -6,6 +6,7 @@
 pub mod boundary;
 pub mod config;
 pub mod jq;
+pub mod logging;
 pub mod metrics;
 pub mod relay;
 pub mod serve;

@@ -43,6 +43,7 @@ pub struct Metrics {
     lookups: Family<Labels, Counter>,
     store_errors: Family<Labels, Counter>,
     store_seconds: Family<Labels, Histogram, fn() -> Histogram>,
+    replica_cache: Family<Labels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -88,6 +89,7 @@ impl Metrics {
             lookups: Family::default(),
             store_errors: Family::default(),
             store_seconds: Family::new_with_constructor(new_histogram),
+            replica_cache: Family::default(),
             registry: Registry::default(),
         };
         registry.register("calls", "Tool calls shaped or answered", m.calls.clone());
@@ -125,6 +127,11 @@ impl Metrics {
             "store_seconds",
             "Shared store command latency in seconds",
             m.store_seconds.clone(),
+        );
+        registry.register(
+            "replica_cache",
+            "Shared store lookups answered from this replica's cache of parsed responses",
+            m.replica_cache.clone(),
         );
         Metrics { registry, ..m }
     }
@@ -167,6 +174,15 @@ impl Metrics {
         if failed {
             self.store_errors.get_or_create(&l).inc();
         }
+    }
+}
+
+impl Metrics {
+    /// One shared-store lookup through this replica's cache: `hit` or `miss`.
+    pub fn replica_cache(&self, result: &'static str) {
+        self.replica_cache
+            .get_or_create(&vec![("result", result.to_owned())])
+            .inc();
     }
 }
 

@@ -381,6 +381,44 @@ fn a_response_over_the_entry_bound_stays_in_its_replica() {
     assert_eq!(reassemble(&follow_on(first, |_| &a)), value);
 }
 
+/// `mcp_budget_replica_cache_total{result="…"}` of this process so far.
+fn replica_cache(result: &str) -> u64 {
+    let needle = format!("mcp_budget_replica_cache_total{{result=\"{result}\"}} ");
+    mcp_budget_proxy::metrics::render()
+        .lines()
+        .find_map(|l| l.strip_prefix(&needle)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn repeated_reads_come_from_the_replica_cache_and_agree_with_an_uncached_replica() {
+    let Some(redis) = Redis::start() else { return };
+    let blobs = tempfile::tempdir().unwrap();
+    let cached = replica(&redis, "alice", &blobs);
+    let uncached = Boundary::new(Settings {
+        store_cache_bytes: Some(0),
+        ..settings(&redis, "alice", &blobs)
+    })
+    .unwrap();
+    let first = call(&cached, &rows(300));
+    let hits = replica_cache("hit");
+    // Every read_more on the replica that wrote page 1 is a hit (its copy was kept on write).
+    let from_cache = follow_on(first.clone(), |_| &cached);
+    assert!(from_cache.len() > 3, "{} pages", from_cache.len());
+    assert!(replica_cache("hit") >= hits + from_cache.len() as u64 - 1);
+    // The same pages from a replica without a cache, and from both in turn.
+    let plain = follow_on(first.clone(), |_| &uncached);
+    let mixed = follow_on(first, |n| if n % 2 == 0 { &cached } else { &uncached });
+    assert_eq!(from_cache, plain);
+    assert_eq!(from_cache, mixed);
+    // The cache holds only the body: the book and the TTL are Redis's. Flushed: unknown,
+    // though the replica still has the parsed copy.
+    let cursor = next_cursor(&from_cache[1]).unwrap();
+    assert_eq!(redis.cmd(&["FLUSHALL"]), "+OK");
+    let e = error_of(&cached.answer_injected(&read_more(&cursor)).unwrap());
+    assert_eq!(e["reason"], "unknown", "{e}");
+}
+
 fn toml_file(text: &str) -> ConfigFile {
     ConfigFile::parse(text, std::path::Path::new("test.toml")).unwrap()
 }

@@ -52,7 +52,9 @@ impl Serve {
             );
             stderr.lock().unwrap().push_str(&first);
             if let Some(at) = first.find("serving ") {
-                break first[at + 8..].trim().to_owned();
+                // A JSON log line (`--log-format json`) ends the URL at its closing quote.
+                let rest = first[at + 8..].trim();
+                break rest.split('"').next().unwrap_or(rest).to_owned();
             }
         };
         let sink = Arc::clone(&stderr);

@@ -479,7 +479,9 @@ fn transform(tool: &str, code: &str, v: &mut Value) {
                 _ => Value::Array(outs),
             }
         }
-        Err(e) => eprintln!("mcp-budget: transform of {tool:?} failed, result left as is: {e}"),
+        Err(e) => crate::logging::warn(format_args!(
+            "transform of {tool:?} failed, result left as is: {e}"
+        )),
     }
 }
 
@@ -657,7 +659,9 @@ pub(crate) fn emit(
     };
     // Shared store: the positions of the pages after page 1, for the other replicas.
     if let Err(miss) = b.store.save_pages(&entry) {
-        eprintln!("mcp-budget: the pages of response {id} were not saved to the store: {miss:?}");
+        crate::logging::warn(format_args!(
+            "the pages of a response were not saved to the store: {miss:?}"
+        ));
     }
     let page = sheet.page;
     let mut shown = vec![String::new(); n_docs];

@@ -133,6 +133,9 @@ pub const STORE_TIMEOUT: std::time::Duration = store::remote::DEFAULT_TIMEOUT;
 /// memory of the replica that made them).
 pub const STORE_MAX_ENTRY_BYTES: usize = store::remote::DEFAULT_MAX_ENTRY_BYTES;
 
+/// Bound of each replica's cache of parsed responses read from the shared store: 64 MiB.
+pub const STORE_CACHE_BYTES: usize = store::remote::cache::DEFAULT_CACHE_BYTES;
+
 /// What `tools/list` told about the upstream tools.
 #[derive(Debug, Default)]
 struct ToolState {
@@ -253,6 +256,15 @@ impl Boundary {
         };
         let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
         crate::metrics::global().result(tool, answer.outcome, 0, answer.bytes, answer.tokens);
+        crate::logging::call(&crate::logging::Call {
+            tool,
+            outcome: answer.outcome,
+            bytes_pre: 0,
+            bytes: answer.bytes,
+            tokens: answer.tokens,
+            upstream_ms: 0,
+            shape_ms: started.elapsed().as_millis() as u64,
+        });
         if let Some(t) = &self.telemetry {
             let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
             t.send(PendingRecord {
@@ -285,6 +297,15 @@ impl Boundary {
             shaped.bytes,
             shaped.tokens,
         );
+        crate::logging::call(&crate::logging::Call {
+            tool,
+            outcome: shaped.outcome,
+            bytes_pre: shaped.bytes_pre,
+            bytes: shaped.bytes,
+            tokens: shaped.tokens,
+            upstream_ms,
+            shape_ms: started.elapsed().as_millis() as u64,
+        });
         if let Some(t) = &self.telemetry {
             t.send(PendingRecord {
                 record: telemetry::record(

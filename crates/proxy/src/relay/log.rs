@@ -5,21 +5,15 @@
 //! full: [`preview`] shows the first bytes of a line.
 
 use std::fmt;
-use std::io::Write;
-use std::sync::OnceLock;
 
-/// Writes a warning to stderr.
+/// Writes a warning to stderr (through [`crate::logging`]).
 pub(crate) fn warn(args: fmt::Arguments<'_>) {
-    // A failed write to stderr has nowhere else to go.
-    let _ = writeln!(std::io::stderr().lock(), "mcp-budget: {args}");
+    crate::logging::warn(args);
 }
 
 /// Writes a debug line to stderr when `MCP_BUDGET_DEBUG` is set.
 pub(crate) fn debug(args: fmt::Arguments<'_>) {
-    static ON: OnceLock<bool> = OnceLock::new();
-    if *ON.get_or_init(|| std::env::var_os("MCP_BUDGET_DEBUG").is_some()) {
-        let _ = writeln!(std::io::stderr().lock(), "mcp-budget: debug: {args}");
-    }
+    crate::logging::debug(args);
 }
 
 /// The first bytes of a line (at most 120), lossily decoded, for a log message.

@@ -115,12 +115,16 @@ impl Registry {
             lock(&self.sessions).insert(id, Arc::clone(&session));
         }
         lock(&self.every).push(Arc::downgrade(&session));
-        eprintln!(
-            "mcp-budget: {} started (principal {}; {} of {} live)",
-            session.label(),
-            session.principal.kind(),
-            self.live.load(Ordering::Acquire),
-            self.max
+        crate::logging::session(
+            session.id.as_deref(),
+            "started",
+            format_args!(
+                "{} started (principal {}; {} of {} live)",
+                session.label(),
+                session.principal.kind(),
+                self.live.load(Ordering::Acquire),
+                self.max
+            ),
         );
         Ok(session)
     }
@@ -166,12 +170,16 @@ impl Registry {
         lock(&self.every).retain(|w| w.upgrade().is_some_and(|w| !Arc::ptr_eq(&w, session)));
         let live = self.live.fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
         self.shapers.release(&session.principal);
-        eprintln!(
-            "mcp-budget: {} ended after {:.1} s, {} requests: {why} ({live} of {} live)",
-            session.label(),
-            session.age().as_secs_f64(),
-            session.request_count(),
-            self.max
+        crate::logging::session(
+            session.id.as_deref(),
+            "ended",
+            format_args!(
+                "{} ended after {:.1} s, {} requests: {why} ({live} of {} live)",
+                session.label(),
+                session.age().as_secs_f64(),
+                session.request_count(),
+                self.max
+            ),
         );
     }
 

@@ -13,6 +13,8 @@ pub struct Redis {
     /// Its port on 127.0.0.1.
     pub port: u16,
     dir: tempfile::TempDir,
+    /// Set for a TLS-only server ([`Redis::start_tls`]): it has no plain port.
+    tls: bool,
 }
 
 /// A local port nobody listens on now.
@@ -45,21 +47,75 @@ impl Redis {
             child: None,
             port: free_port(),
             dir: tempfile::tempdir().unwrap(),
+            tls: false,
         };
         r.restart();
         Some(r)
     }
 
-    /// `redis://127.0.0.1:<port>/0`.
+    /// A fresh server that speaks TLS only (`--port 0 --tls-port <port>`), its certificate
+    /// (for `localhost` and 127.0.0.1) signed by a CA made here ([`Redis::ca_file`]); `None`
+    /// as [`Redis::start`].
+    pub fn start_tls() -> Option<Redis> {
+        let mut r = Redis::start()?;
+        r.kill();
+        r.tls = true;
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, "mcp-budget test CA");
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut leaf =
+            rcgen::CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+                .unwrap();
+        leaf.distinguished_name
+            .push(rcgen::DnType::CommonName, "localhost");
+        let issuer = rcgen::Issuer::new(ca, ca_key);
+        let cert = leaf.signed_by(&key, &issuer).unwrap();
+        let d = r.dir.path();
+        std::fs::write(d.join("ca.pem"), ca_cert.pem()).unwrap();
+        std::fs::write(d.join("server.pem"), cert.pem()).unwrap();
+        std::fs::write(d.join("server.key"), key.serialize_pem()).unwrap();
+        r.restart();
+        Some(r)
+    }
+
+    /// The PEM file of the CA that signed a TLS server's certificate.
+    pub fn ca_file(&self) -> std::path::PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// `redis://127.0.0.1:<port>/0`, or `rediss://localhost:<port>/0` for a TLS server.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
+        if self.tls {
+            format!("rediss://localhost:{}/0", self.port)
+        } else {
+            format!("redis://127.0.0.1:{}/0", self.port)
+        }
     }
 
     /// (Re)starts the server on the same port, empty, and waits until it answers.
     pub fn restart(&mut self) {
         self.kill();
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+        let mut command = Command::new("redis-server");
+        if self.tls {
+            let d = self.dir.path();
+            command
+                .args(["--port", "0", "--tls-port", &self.port.to_string()])
+                .arg("--tls-cert-file")
+                .arg(d.join("server.pem"))
+                .arg("--tls-key-file")
+                .arg(d.join("server.key"))
+                .arg("--tls-ca-cert-file")
+                .arg(d.join("ca.pem"))
+                .args(["--tls-auth-clients", "no"]);
+        } else {
+            command.args(["--port", &self.port.to_string()]);
+        }
+        let child = command
+            .args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(self.dir.path())
@@ -67,10 +123,15 @@ impl Redis {
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server starts");
+        // A redis-server built without TLS exits at once on --tls-port.
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if self.try_cmd(&["PING"]).as_deref() == Some("+PONG") {
+            // A TLS server: listening is enough (the plain PING cannot reach it).
+            if self.tls && TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            if !self.tls && self.try_cmd(&["PING"]).as_deref() == Some("+PONG") {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -422,6 +422,51 @@ impl Entry {
         Ok(before.saturating_sub(body.resident()))
     }
 
+    /// A copy of this entry for one request, sharing its immutable content: the tree (an
+    /// `Arc`, not copied), token counts, carriers and plan; with a fresh page book at the
+    /// start and no shared-store mark. What the shared store's replica cache
+    /// ([`super::remote::cache`]) hands out. `None` when the tree is not in memory.
+    pub(crate) fn share(&self) -> Option<Entry> {
+        let body = self.body.lock().ok()?;
+        let tree = Arc::clone(body.tree.as_ref()?);
+        let (tree_bytes, plan_bytes) = (body.tree_bytes, body.plan_bytes);
+        drop(body);
+        let body = Body {
+            tree: Some(tree),
+            tree_bytes,
+            plan_bytes,
+            ..Body::default()
+        };
+        Some(Entry {
+            id: self.id.clone(),
+            doc_tokens: self.doc_tokens.clone(),
+            total_tokens: self.total_tokens,
+            budget: self.budget,
+            precision: self.precision,
+            bytes: self.bytes,
+            json: self.json.clone(),
+            fingerprint: self.fingerprint,
+            carriers: self.carriers.clone(),
+            structured: self.structured.clone(),
+            array_of: self.array_of,
+            tables: self.tables,
+            book: Mutex::new(PageBook {
+                positions: vec![(0, Position::start())],
+                next_of: std::collections::HashMap::new(),
+                ordinals: vec![0],
+            }),
+            resident: AtomicUsize::new(body.resident()),
+            body: Mutex::new(body),
+            on_disk: AtomicUsize::new(0),
+            tree_estimate: AtomicUsize::new(tree_bytes),
+            tree_in: AtomicBool::new(true),
+            text_in: AtomicBool::new(false),
+            reloadable: self.reloadable,
+            principal: Arc::clone(&self.principal),
+            remote: None,
+        })
+    }
+
     /// Documents from their exact texts.
     fn parse(&self, texts: Vec<String>) -> Result<Vec<Document>, LoadError> {
         if texts.len() != self.json.len() {

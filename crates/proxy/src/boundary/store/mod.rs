@@ -337,7 +337,7 @@ impl Store {
             Ok(true) => self.shared.make_room(Some(id), 0),
             Ok(false) => {}
             Err(e) => {
-                eprintln!("mcp-budget: cached response {id} lost: {e}");
+                crate::logging::warn(format_args!("a cached response was lost: {e}"));
                 let gone = self
                     .shared
                     .inner
@@ -449,9 +449,9 @@ impl Shared {
                 Step::Spill(e) => match e.spill(&self.spill) {
                     Ok(n) => freed += n,
                     Err(err) => {
-                        eprintln!(
-                            "mcp-budget: cannot spill a cached response to disk, dropped: {err}"
-                        );
+                        crate::logging::warn(format_args!(
+                            "cannot spill a cached response to disk, dropped: {err}"
+                        ));
                         freed += e.resident();
                         dropped.extend(self.inner.lock().ok().and_then(|mut i| i.drop_id(&e.id)));
                     }

@@ -181,10 +181,9 @@ impl ResponseStore for Shared {
                 None => "its content is gone".to_owned(),
             }
         };
-        eprintln!(
-            "mcp-budget: response {} kept in this replica's memory only ({why})",
-            entry.id
-        );
+        crate::logging::warn(format_args!(
+            "a response is kept in this replica's memory only ({why})"
+        ));
         let entry = Arc::new(entry);
         self.local.insert(Arc::clone(&entry));
         entry
@@ -231,8 +230,8 @@ impl StoreHandle {
     /// first ([`Settings::load_config_file`]) for `[store]` and `[cache]` to count.
     ///
     /// # Errors
-    /// [`ConfigError::Store`] when Redis is set but cannot be used: a bad URL, `rediss://`
-    /// (not in this build), or no answer to `PING` within the timeout.
+    /// [`ConfigError::Store`] when Redis is set but cannot be used: a bad URL or CA file, an
+    /// untrusted TLS certificate, or no answer to `PING` within the timeout.
     pub fn open(settings: &Settings) -> Result<StoreHandle, ConfigError> {
         let memory = || {
             Store::new(
@@ -249,6 +248,8 @@ impl StoreHandle {
             ttl: settings.cache_ttl(),
             timeout: settings.store_timeout(),
             max_entry_bytes: settings.store_max_entry_bytes(),
+            ca_file: settings.store_ca_file(),
+            cache_bytes: settings.store_cache_bytes(),
         })
         .map_err(|e| ConfigError::Store {
             message: e.to_string(),

@@ -1,5 +1,6 @@
 //! The shared response store: cached responses in Redis, so that any replica answers any
-//! cursor (`--store redis://host:port/db`, `rediss://` refused in this build).
+//! cursor (`--store redis://host:port/db`, or `rediss://` for TLS: rustls on the ring
+//! provider, trusting the system's roots, or only the CA file `--store-ca` when given).
 //!
 //! # What is stored
 //!
@@ -38,6 +39,7 @@
 //! persistence, evicted, expired) is `expired` or `unknown`; Redis unreachable makes
 //! [`RemoteStore::open`] fail and later lookups answer [`Miss::Unavailable`].
 
+pub(crate) mod cache;
 pub(crate) mod codec;
 
 use std::sync::mpsc;
@@ -48,7 +50,7 @@ use mcp_budget_core::wire::CursorFault;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use sha2::{Digest, Sha256};
 
-use super::Entry;
+use super::{Entry, PageBook};
 
 /// Deadline of one Redis command (and of connecting): 2 s.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -123,14 +125,19 @@ pub(crate) struct Mark {
 /// How a [`RemoteStore`] is set up.
 #[derive(Debug, Clone)]
 pub(crate) struct RemoteConfig {
-    /// `redis://[user:password@]host:port/db`.
+    /// `redis://[user:password@]host:port/db`, or `rediss://…` for TLS.
     pub(crate) url: String,
+    /// PEM file of the CA(s) that sign the TLS server's certificate (`rediss://` only);
+    /// `None`: the system's roots.
+    pub(crate) ca_file: Option<std::path::PathBuf>,
     /// TTL of an entry from its last use.
     pub(crate) ttl: Duration,
     /// Deadline of one command.
     pub(crate) timeout: Duration,
     /// The largest compressed body written.
     pub(crate) max_entry_bytes: usize,
+    /// Bound of the replica cache of parsed responses ([`cache`]), bytes; 0: none.
+    pub(crate) cache_bytes: usize,
 }
 
 /// A connection to Redis with a small runtime of its own, so that the synchronous boundary
@@ -140,6 +147,8 @@ pub(crate) struct RemoteStore {
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     handle: tokio::runtime::Handle,
     cas: Arc<redis::Script>,
+    /// Parsed bodies of responses this replica read or wrote ([`cache`]).
+    cache: cache::ReplicaCache,
     config: RemoteConfig,
     /// Where Redis is (host and port, never credentials), for messages.
     place: String,
@@ -184,23 +193,15 @@ impl RemoteStore {
     /// Connects to Redis at `config.url` and checks it answers (`PING`).
     ///
     /// # Errors
-    /// [`RemoteError::Url`] for a URL that is not `redis://` (or `rediss://`, refused: this
-    /// build has no TLS), [`RemoteError::Redis`] / [`RemoteError::Timeout`] when Redis cannot
-    /// be reached within the deadline.
+    /// [`RemoteError::Url`] for a URL that is not `redis://` or `rediss://`, or a CA file that
+    /// cannot be read or holds no PEM certificate; [`RemoteError::Redis`] /
+    /// [`RemoteError::Timeout`] when Redis cannot be reached (or its certificate is not
+    /// trusted) within the deadline.
     pub(crate) fn open(config: RemoteConfig) -> Result<RemoteStore, RemoteError> {
-        if config.url.starts_with("rediss://") {
-            return Err(RemoteError::Url(
-                "rediss:// (TLS) is not supported by this build; use redis:// through a TLS tunnel"
-                    .into(),
-            ));
-        }
-        if !config.url.starts_with("redis://") {
-            return Err(RemoteError::Url("it must start with redis://".into()));
-        }
-        let client = redis::Client::open(config.url.as_str())
-            .map_err(|e| RemoteError::Url(e.to_string()))?;
+        let client = client_for(&config)?;
         let place = match &client.get_connection_info().addr() {
             redis::ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
+            redis::ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port} (TLS)"),
             other => format!("{other}"),
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -230,6 +231,7 @@ impl RemoteStore {
             runtime: Mutex::new(Some(runtime)),
             handle,
             cas: Arc::new(redis::Script::new(CAS_BOOK)),
+            cache: cache::ReplicaCache::new(config.cache_bytes),
             config,
             place,
         })
@@ -304,10 +306,12 @@ impl RemoteStore {
             async move { pipe.query_async::<()>(&mut conn).await },
         )
         .map_err(Put::Failed)?;
+        self.cache.put(&key, entry);
         Ok(Mark { key, ver: 0, book })
     }
 
-    /// The entry `id` of `principal`, read whole (body and book), its TTL refreshed.
+    /// The entry `id` of `principal`, its TTL refreshed: the page book (and version) read
+    /// from Redis, the body too unless this replica's cache ([`cache`]) holds it parsed.
     ///
     /// # Errors
     /// [`Miss::Fault`] `unknown` (no such hash: never written, another principal's, or
@@ -317,13 +321,13 @@ impl RemoteStore {
         let key = RemoteStore::key(principal, id);
         let tomb = format!("{key}:t");
         let ttl = self.ttl_ms();
+        let cached = self.cache.get(&key);
         let mut pipe = redis::pipe();
-        pipe.cmd("HMGET")
-            .arg(&key)
-            .arg("ver")
-            .arg("book")
-            .arg("body")
-            .cmd("PEXPIRE")
+        pipe.cmd("HMGET").arg(&key).arg("ver").arg("book");
+        if cached.is_none() {
+            pipe.arg("body");
+        }
+        pipe.cmd("PEXPIRE")
             .arg(&key)
             .arg(ttl)
             .ignore()
@@ -334,11 +338,26 @@ impl RemoteStore {
             .arg(ttl.saturating_mul(2))
             .ignore();
         let mut conn = self.conn.clone();
-        type Fields = (Option<u64>, Option<String>, Option<Vec<u8>>);
-        let (fields, tomb_left): (Fields, bool) = self
+        let (mut fields, tomb_left): (Vec<Option<Vec<u8>>>, bool) = self
             .run("get", async move { pipe.query_async(&mut conn).await })
             .map_err(|e| Miss::Unavailable(e.to_string()))?;
-        let (Some(ver), Some(book_text), Some(body)) = fields else {
+        let body = if cached.is_none() {
+            fields.pop().flatten()
+        } else {
+            None
+        };
+        let ver = fields
+            .first()
+            .cloned()
+            .flatten()
+            .and_then(|v| String::from_utf8(v).ok()?.parse::<u64>().ok());
+        let book_text = fields
+            .get(1)
+            .cloned()
+            .flatten()
+            .and_then(|b| String::from_utf8(b).ok());
+        let (Some(ver), Some(book_text)) = (ver, book_text) else {
+            self.cache.forget(&key);
             return Err(Miss::Fault(if tomb_left {
                 CursorFault::Expired
             } else {
@@ -346,14 +365,28 @@ impl RemoteStore {
             }));
         };
         let damaged = |what: &str| {
-            eprintln!("mcp-budget: the shared store holds a damaged response ({what})");
+            crate::logging::warn(format_args!(
+                "the shared store holds a damaged response ({what})"
+            ));
             Miss::Fault(CursorFault::Expired)
         };
         let book = codec::decode_book(&book_text).map_err(|_| damaged("book"))?;
-        let limit = self.config.max_entry_bytes.saturating_mul(INFLATE_FACTOR);
-        let raw = codec::decompress(&body, limit).map_err(|_| damaged("frame"))?;
-        let mut entry =
-            codec::decode_body(&raw, id, principal, book).map_err(|_| damaged("body"))?;
+        let mut entry = match cached {
+            Some(entry) => entry,
+            None => {
+                self.cache.missed();
+                let Some(body) = body else {
+                    return Err(damaged("no body"));
+                };
+                let limit = self.config.max_entry_bytes.saturating_mul(INFLATE_FACTOR);
+                let raw = codec::decompress(&body, limit).map_err(|_| damaged("frame"))?;
+                let entry = codec::decode_body(&raw, id, principal, PageBook::default())
+                    .map_err(|_| damaged("body"))?;
+                self.cache.put(&key, &entry);
+                entry
+            }
+        };
+        entry.book = Mutex::new(book);
         entry.remote = Some(Mark {
             key,
             ver,
@@ -410,6 +443,56 @@ pub(crate) enum Put {
     TooLarge(usize),
     /// Redis did not take it.
     Failed(RemoteError),
+}
+
+/// The client of `config.url`: plain TCP for `redis://`, TLS for `rediss://` (the system's
+/// roots, or only the certificates of `config.ca_file`).
+///
+/// # Errors
+/// [`RemoteError::Url`] for another scheme, a URL the redis crate does not read, or a CA file
+/// that cannot be read or holds no certificate. Never echoes the URL (it may hold a password).
+fn client_for(config: &RemoteConfig) -> Result<redis::Client, RemoteError> {
+    let url = config.url.as_str();
+    let tls = url.starts_with("rediss://");
+    if !tls && !url.starts_with("redis://") {
+        return Err(RemoteError::Url(
+            "it must start with redis:// or rediss:// (TLS)".into(),
+        ));
+    }
+    if !tls {
+        if config.ca_file.is_some() {
+            return Err(RemoteError::Url(
+                "a CA file (--store-ca) needs a rediss:// (TLS) URL".into(),
+            ));
+        }
+        return redis::Client::open(url).map_err(|e| RemoteError::Url(e.to_string()));
+    }
+    // The redis crate builds its rustls config from the process's default provider: ring, as
+    // the HTTP upstream's (one may already be installed; then that one is used).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let Some(path) = &config.ca_file else {
+        return redis::Client::open(url).map_err(|e| RemoteError::Url(e.to_string()));
+    };
+    let pem = std::fs::read(path).map_err(|e| {
+        RemoteError::Url(format!("cannot read the CA file {}: {e}", path.display()))
+    })?;
+    if !pem
+        .windows(b"-----BEGIN CERTIFICATE-----".len())
+        .any(|w| w == b"-----BEGIN CERTIFICATE-----")
+    {
+        return Err(RemoteError::Url(format!(
+            "the CA file {} holds no PEM certificate",
+            path.display()
+        )));
+    }
+    redis::Client::build_with_tls(
+        url,
+        redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem),
+        },
+    )
+    .map_err(|e| RemoteError::Url(e.to_string()))
 }
 
 /// Runs `fut` on `handle` and waits for it, at most `deadline` (the future is dropped then).
