@@ -47,6 +47,9 @@ pub enum Reply {
     /// `200 text/event-stream` with this SSE text, then 64 KiB chunks of `x` without end
     /// (until the client closes the stream).
     Endless(String),
+    /// `200 text/event-stream`: the first SSE text, then after the pause the second, then the
+    /// end.
+    Later(String, Duration, String),
 }
 
 /// Sets its flag when dropped (the server's end of a stream the client closed).
@@ -150,6 +153,21 @@ pub async fn answer(
             let mut headers = headers;
             headers.push(("content-type", "text/event-stream".to_owned()));
             (200, headers, Full::new(Bytes::from(text)).boxed())
+        }
+        Reply::Later(first, pause, rest) => {
+            let first = futures_util::stream::iter([Ok::<_, Infallible>(
+                hyper::body::Frame::data(Bytes::from(first)),
+            )]);
+            let rest = futures_util::stream::once(async move {
+                tokio::time::sleep(pause).await;
+                Ok(hyper::body::Frame::data(Bytes::from(rest)))
+            });
+            let body = http_body_util::StreamBody::new(first.chain(rest));
+            (
+                200,
+                vec![("content-type", "text/event-stream".to_owned())],
+                http_body_util::BodyExt::boxed(body),
+            )
         }
         Reply::Endless(text) => {
             let first = futures_util::stream::iter([Ok::<_, Infallible>(
