@@ -528,7 +528,7 @@ fn tables(bench: &Bench) {
     };
     if n > 0 {
         println!(
-            "\n## Big result: the whole result direct vs page 1 through mcp-budget, {n} rounds (SSE upstream)\n"
+            "\n## Big result: the whole result direct vs page 1 through mcp-budget, {n} rounds (upstream answers as BIG_UPSTREAM says: SSE unless `json`)\n"
         );
         println!(
             "| result | direct whole median ms | serve page 1 median ms | proxy page 1 median ms | serve ÷ direct | proxy ÷ direct | page 1 text bytes |"
