@@ -239,8 +239,7 @@ fn last_sse_message(bytes: &[u8]) -> Value {
     let text = std::str::from_utf8(bytes).expect("UTF-8 SSE");
     text.lines()
         .filter_map(|l| l.strip_prefix("data:"))
-        .filter(|d| !d.trim().is_empty())
-        .last()
+        .rfind(|d| !d.trim().is_empty())
         .map(|d| serde_json::from_str(d.trim_start()).expect("JSON event"))
         .unwrap_or(Value::Null)
 }
