@@ -21,6 +21,7 @@ use super::envelope::{
 };
 use super::principal::{Principal, Shapers};
 use super::registry::{Registry, StartError};
+use super::replay::{Replay, parse_event_id};
 use super::security::{Denied, Guard};
 use super::session::{Busy, Routed, Session};
 use super::{ServeError, ServeOptions};
@@ -391,6 +392,7 @@ pub(super) async fn deliver(
             );
             (headers, line).into_response()
         }
+        Some(first) if call.pool.is_none() => resumable(call, first, headers),
         Some(first) => stream(call, first, headers),
         None => {
             call.finished = true;
@@ -440,6 +442,42 @@ impl Drop for Call {
             }
         }
     }
+}
+
+/// A session request's SSE stream, resumable ([`super::replay`]): a task moves what comes for
+/// the request into the stream's buffer until its response (so a client that drops the
+/// connection can get the rest with `Last-Event-ID`), and the response body reads the buffer.
+fn resumable(mut call: Call, first: Routed, mut headers: HeaderMap) -> Response {
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    let replay = Replay::new(call.seq);
+    call.session.keep_stream(&replay);
+    let pump = Arc::clone(&replay);
+    tokio::spawn(async move {
+        let mut next = Some(first);
+        loop {
+            match next.take() {
+                Some(Routed::Message(line)) => pump.push(line),
+                Some(Routed::Final(line)) => {
+                    pump.push(line);
+                    break;
+                }
+                None => match call.rx.recv().await {
+                    Some(routed) => next = Some(routed),
+                    None => {
+                        let why = call.session.end_reason();
+                        let body = error_body(Some(&call.id), CONNECTION_CLOSED, &why, None);
+                        pump.push(body.into_bytes());
+                        break;
+                    }
+                },
+            }
+        }
+        call.finished = true;
+        drop(call);
+        pump.finish();
+    });
+    // The session is kept busy by the pump's `Call` until the response.
+    (headers, Sse::new(replay.events(0, ()))).into_response()
 }
 
 /// The request's SSE stream: server messages for it, then its response, then the end.
@@ -495,22 +533,58 @@ async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
             "Accept must list text/event-stream",
         );
     }
-    let Some(rx) = session.open_get() else {
-        return rpc_error(
-            StatusCode::CONFLICT,
-            None,
-            INVALID_REQUEST,
-            "this session's GET stream is already open",
-        );
+    let last_event = match headers.get("last-event-id").map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(id)) => match parse_event_id(id) {
+            Some(at) => Some(at),
+            None => {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    INVALID_REQUEST,
+                    "Last-Event-ID is not an event id of this server",
+                );
+            }
+        },
+        Some(Err(_)) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                INVALID_REQUEST,
+                "Last-Event-ID is not visible ASCII",
+            );
+        }
+    };
+    let (replay, after) = match last_event {
+        Some((stream, n)) => match session.find_stream(stream) {
+            Some(replay) => (replay, n),
+            None => {
+                return rpc_error(
+                    StatusCode::NOT_FOUND,
+                    None,
+                    INVALID_REQUEST,
+                    "the stream of this Last-Event-ID is no longer kept",
+                );
+            }
+        },
+        None => {
+            let replay = session.get_stream();
+            if replay.has_reader() {
+                return rpc_error(
+                    StatusCode::CONFLICT,
+                    None,
+                    INVALID_REQUEST,
+                    "this session's GET stream is already open",
+                );
+            }
+            let after = replay.delivered();
+            (replay, after)
+        }
     };
     let busy = session.busy();
-    let events = futures_util::stream::unfold((rx, busy), |(mut rx, busy)| async move {
-        let line = rx.recv().await?;
-        Some((Ok::<_, std::convert::Infallible>(event(line)), (rx, busy)))
-    });
     (
         [("x-accel-buffering", HeaderValue::from_static("no"))],
-        Sse::new(events).keep_alive(KeepAlive::default()),
+        Sse::new(replay.events(after, busy)).keep_alive(KeepAlive::default()),
     )
         .into_response()
 }

@@ -20,9 +20,10 @@
 //! when it is the first thing for that POST, else as the last event of an SSE stream; a server
 //! request or notification goes to the POST whose request its `progressToken` names, else to
 //! the newest open POST, else to the session's GET stream, else it waits (bounded) for a GET
-//! stream. Each message goes to exactly one stream. Streams carry no event ids: they are not
-//! resumable (`Last-Event-ID` is ignored). A client that disconnects does not cancel its
-//! request (2025-11-25); the late response is dropped.
+//! stream. Each message goes to exactly one stream. A session's streams are resumable
+//! ([`replay`]): each event has an id `<stream>-<n>`, and a `GET` with `Last-Event-ID` replays
+//! the rest of that stream (a POST's answer too, up to its response). A client that
+//! disconnects does not cancel its request (2025-11-25); its answer is kept for resumption.
 //!
 //! # Stateless requests (2026-07-28)
 //!
@@ -64,6 +65,7 @@ mod envelope;
 mod http;
 mod principal;
 mod registry;
+mod replay;
 mod security;
 mod session;
 mod stateless;

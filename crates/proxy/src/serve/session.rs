@@ -11,14 +11,12 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStrea
 use tokio::sync::{mpsc, oneshot};
 
 use super::principal::Principal;
+use super::replay::{GET_STREAM, KEEP_STREAMS, Replay};
 use crate::boundary::Boundary;
 use crate::relay::{Relay, RelayOptions, Shaper, StopCause, Upstream, id_key};
 
 /// Bytes buffered in each in-memory pipe between a session and its relay.
 const PIPE_BYTES: usize = 256 * 1024;
-
-/// Server messages kept for a GET stream that is not open yet; older ones are dropped past it.
-const BACKLOG: usize = 1024;
 
 /// What the router hands to a waiting POST.
 #[derive(Debug)]
@@ -40,12 +38,24 @@ struct Waiter {
     seq: u64,
 }
 
-#[derive(Default)]
 struct Routes {
     pending: HashMap<Vec<u8>, Waiter>,
-    get: Option<mpsc::UnboundedSender<Vec<u8>>>,
-    backlog: VecDeque<Vec<u8>>,
+    /// The GET stream's events (kept until a GET reads them, and for its resumption).
+    get: Arc<Replay>,
+    /// The SSE answers of the last POSTs, for their resumption.
+    streams: VecDeque<Arc<Replay>>,
     seq: u64,
+}
+
+impl Default for Routes {
+    fn default() -> Routes {
+        Routes {
+            pending: HashMap::new(),
+            get: Replay::new(GET_STREAM),
+            streams: VecDeque::new(),
+            seq: 0,
+        }
+    }
 }
 
 /// One session (or one stateless worker, which has no id).
@@ -239,22 +249,34 @@ impl Session {
         }
     }
 
-    /// Opens the session's GET stream: server messages not bound for a POST, starting with
-    /// those that waited. `None` when one is already open.
-    pub(crate) fn open_get(&self) -> Option<mpsc::UnboundedReceiver<Vec<u8>>> {
+    /// The session's GET stream: server messages not bound for a POST.
+    pub(crate) fn get_stream(&self) -> Arc<Replay> {
+        Arc::clone(&lock(&self.routes).get)
+    }
+
+    /// Keeps the SSE answer of a POST for its resumption (the last [`KEEP_STREAMS`]).
+    pub(crate) fn keep_stream(&self, replay: &Arc<Replay>) {
         let mut routes = lock(&self.routes);
-        if routes.get.as_ref().is_some_and(|tx| !tx.is_closed()) {
-            return None;
-        }
-        let (tx, rx) = mpsc::unbounded_channel();
         if self.has_ended() {
-            return Some(rx);
+            return;
         }
-        for line in routes.backlog.drain(..) {
-            let _ = tx.send(line);
+        if routes.streams.len() >= KEEP_STREAMS {
+            routes.streams.pop_front();
         }
-        routes.get = Some(tx);
-        Some(rx)
+        routes.streams.push_back(Arc::clone(replay));
+    }
+
+    /// The stream numbered `stream` (0: the GET stream), if it is still kept.
+    pub(crate) fn find_stream(&self, stream: u64) -> Option<Arc<Replay>> {
+        let routes = lock(&self.routes);
+        if stream == GET_STREAM {
+            return Some(Arc::clone(&routes.get));
+        }
+        routes
+            .streams
+            .iter()
+            .find(|r| r.stream() == stream)
+            .map(Arc::clone)
     }
 
     /// Reads the relay's output and routes each line until the relay closes it.
@@ -318,14 +340,7 @@ impl Session {
             },
             None => line,
         };
-        if let Some(get) = &routes.get {
-            if let Err(mpsc::error::SendError(line)) = get.send(line) {
-                routes.get = None;
-                push_backlog(&mut routes.backlog, line);
-            }
-        } else {
-            push_backlog(&mut routes.backlog, line);
-        }
+        routes.get.push(line);
     }
 
     /// After the relay is done: every waiter and the GET stream see their channel close.
@@ -333,19 +348,10 @@ impl Session {
         self.ended.store(true, Ordering::Release);
         let mut routes = lock(&self.routes);
         routes.pending.clear();
-        routes.get = None;
-        routes.backlog.clear();
+        routes.get.finish();
+        // A POST stream is finished by its pump, which writes the error of its request first.
+        routes.streams.clear();
     }
-}
-
-fn push_backlog(backlog: &mut VecDeque<Vec<u8>>, line: Vec<u8>) {
-    if backlog.len() >= BACKLOG {
-        backlog.pop_front();
-        eprintln!(
-            "mcp-budget: more than {BACKLOG} server messages wait for a GET stream; dropped the oldest"
-        );
-    }
-    backlog.push_back(line);
 }
 
 /// `id_key` of `params.progressToken` of a `notifications/progress` line.

@@ -6,17 +6,20 @@
 //! whose type is neither absent nor `message`, or whose data is empty (a 2025-11-25 priming
 //! event), carries no message.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt as _;
+use futures_util::{Stream, StreamExt as _};
+use http_body_util::BodyDataStream;
 use reqwest::header::{ACCEPT, HeaderValue};
 use reqwest::{Response, StatusCode};
-use sse_stream::SseStream;
+use sse_stream::SseByteStream;
 use tokio::sync::oneshot;
 
 use super::super::log;
 use super::Transport;
+use super::bounded::{EventBound, TooLong};
 use super::exchange::{self, PROTOCOL_VERSION, SESSION_ID, is_event_stream};
 use super::message::Outgoing;
 
@@ -38,6 +41,8 @@ enum End {
     Answered,
     /// The stream closed (or broke, `why`) before that.
     Closed { why: Option<String> },
+    /// The server sent what must not be resumed (an event past the bound): `why`.
+    Broken { why: String },
 }
 
 /// Where a stream is, for resuming it.
@@ -70,6 +75,13 @@ impl Transport {
         loop {
             let why = match self.drain(response, &mut cursor, Some(message)).await {
                 End::Answered => return,
+                End::Broken { why } => {
+                    let text = format!(
+                        "the upstream server at {} broke the protocol: {why}",
+                        self.shown
+                    );
+                    return self.fail_with(message, text).await;
+                }
                 End::Closed { why } => why.map_or_else(String::new, |w| format!(" ({w})")),
             };
             if message.id.is_none() {
@@ -120,8 +132,7 @@ impl Transport {
         cursor: &mut Cursor,
         exchange: Option<&Outgoing>,
     ) -> End {
-        let body = http_body(response);
-        let mut events = SseStream::new(body);
+        let mut events = sse_events(response, self.max_event_bytes());
         cursor.progressed = false;
         let initialize = exchange.is_some_and(Outgoing::is_initialize);
         let mut answered = false;
@@ -142,6 +153,11 @@ impl Transport {
             let event = match event {
                 Ok(event) => event,
                 Err(_) if answered => return End::Answered,
+                Err(e) if is_too_long(&e) => {
+                    return End::Broken {
+                        why: format!("{}", DisplayChain(&e)),
+                    };
+                }
                 Err(e) => {
                     return End::Closed {
                         why: Some(e.to_string()),
@@ -255,4 +271,60 @@ impl Transport {
 /// The body of `response` as an `http_body::Body` for the SSE decoder.
 fn http_body(response: Response) -> reqwest::Body {
     ::http::Response::<reqwest::Body>::from(response).into_body()
+}
+
+/// The SSE events of `response`, each bounded to `max_event_bytes` ([`EventBound`]; past it
+/// the stream ends with an error that [`is_too_long`]).
+pub(super) fn sse_events(
+    response: Response,
+    max_event_bytes: usize,
+) -> Pin<Box<dyn Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Send>> {
+    let mut bound = EventBound::new(max_event_bytes);
+    let bytes = BodyDataStream::new(http_body(response)).map(move |chunk| {
+        let chunk = chunk.map_err(StreamError::Body)?;
+        bound.feed(&chunk).map_err(StreamError::TooLong)?;
+        Ok::<_, StreamError>(chunk)
+    });
+    Box::pin(SseByteStream::new(bytes))
+}
+
+/// Why the bounded byte stream of an SSE body failed.
+#[derive(Debug, thiserror::Error)]
+enum StreamError {
+    /// Reading the body failed.
+    #[error(transparent)]
+    Body(reqwest::Error),
+    /// An event went past the bound.
+    #[error(transparent)]
+    TooLong(TooLong),
+}
+
+/// Whether the SSE decoder's error is [`StreamError::TooLong`].
+pub(super) fn is_too_long(error: &sse_stream::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if let Some(StreamError::TooLong(_)) = e.downcast_ref::<StreamError>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// An error and its causes, `: `-separated, each said once.
+struct DisplayChain<'e>(&'e (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for DisplayChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut said: Vec<String> = Vec::new();
+        let mut source = Some(self.0);
+        while let Some(e) = source {
+            let text = e.to_string();
+            if !said.iter().any(|s| s.contains(&text)) {
+                said.push(text);
+            }
+            source = e.source();
+        }
+        f.write_str(&said.join(": "))
+    }
 }

@@ -44,11 +44,55 @@ pub(super) enum Failure {
 impl Transport {
     /// POSTs one client message and hands what comes back to the relay.
     pub(super) async fn exchange(self: Arc<Self>, line: Vec<u8>, message: Outgoing) {
-        let request = self.post(line, &message);
-        let response = match request.send().await {
+        let line = bytes::Bytes::from(line);
+        let (sent_session, expired) = {
+            let mut state = self.state();
+            if message.is_initialize() {
+                state.expired = false;
+            }
+            (state.session.clone(), state.expired)
+        };
+        if expired {
+            let text = format!(
+                "the upstream server at {} no longer knows this session and a new one could not \
+                 be started; reconnect this MCP server in your client",
+                self.shown
+            );
+            return self.fail_with(&message, text).await;
+        }
+        let mut response = match self.post(line.clone(), &message).send().await {
             Ok(response) => response,
             Err(e) => return self.fail(&message, Failure::Send(e)).await,
         };
+        if response.status() == StatusCode::NOT_FOUND
+            && !message.is_initialize()
+            && let Some(stale) = sent_session
+        {
+            // The server forgot the session: start a new one and send this once more.
+            match self.renew(&stale).await {
+                Ok(()) => {
+                    response = match self.post(line, &message).send().await {
+                        Ok(response) => response,
+                        Err(e) => return self.fail(&message, Failure::Send(e)).await,
+                    };
+                }
+                Err(why) => {
+                    {
+                        let mut state = self.state();
+                        state.session = None;
+                        state.version = None;
+                        state.expired = true;
+                    }
+                    let text = format!(
+                        "the upstream server at {} no longer knows this session (HTTP 404: it \
+                         expired or the server restarted), and a new one could not be started \
+                         ({why}); reconnect this MCP server in your client",
+                        self.shown
+                    );
+                    return self.fail_with(&message, text).await;
+                }
+            }
+        }
         let status = response.status();
         if message.is_initialize() && status.is_success() {
             let session = response.headers().get(SESSION_ID).cloned();
@@ -69,16 +113,34 @@ impl Transport {
         if is_event_stream(&response) {
             return self.follow(response, &message).await;
         }
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         match response.bytes().await {
             Ok(body) => {
-                self.hand(body.to_vec(), message.is_initialize()).await;
+                let quoted = (message.id.is_some()).then(|| quote(&body));
+                let answered = self.hand(Vec::from(body), message.is_initialize()).await;
+                if let Some(quoted) = quoted.filter(|_| !answered) {
+                    // Nothing else will answer it: say so now rather than at the timeout.
+                    let what = content_type.map_or_else(
+                        || "no Content-Type".to_owned(),
+                        |t| format!("Content-Type {t:?}"),
+                    );
+                    let text = format!(
+                        "the upstream server at {} answered HTTP {status} ({what}) without a \
+                         JSON-RPC response to this request{quoted}",
+                        self.shown
+                    );
+                    self.fail_with(&message, text).await;
+                }
             }
             Err(e) => self.fail(&message, Failure::Send(e)).await,
         }
     }
 
     /// The POST of `line` with the headers the protocol asks for.
-    fn post(&self, line: Vec<u8>, message: &Outgoing) -> reqwest::RequestBuilder {
+    fn post(&self, line: bytes::Bytes, message: &Outgoing) -> reqwest::RequestBuilder {
         let mut request = self
             .client
             .post(self.url.clone())
@@ -99,6 +161,20 @@ impl Transport {
                 && let Ok(value) = HeaderValue::from_str(&header_safe(name))
             {
                 request = request.header(NAME, value);
+            }
+            if let (Some(name), Some(arguments)) = (&message.name, &message.arguments) {
+                let params = self
+                    .params
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get(name)
+                    .cloned();
+                for (header, value) in params
+                    .map(|p| super::params::headers_for(&p, arguments))
+                    .unwrap_or_default()
+                {
+                    request = request.header(header, value);
+                }
             }
         } else if let Some(version) = version
             && !message.is_initialize()
@@ -130,6 +206,9 @@ impl Transport {
             return false;
         }
         let response = super::message::is_response(&message);
+        if response && memchr::memmem::find(&message, b"\"x-mcp-header\"").is_some() {
+            self.learn_params(&mut message);
+        }
         if initialize
             && response
             && let Some(version) = negotiated_version(&message)
@@ -147,6 +226,28 @@ impl Transport {
         // Fails only when the relay is shutting down.
         let _ = self.frames.send(frame).await;
         response
+    }
+
+    /// Learns the `x-mcp-header` parameters of a `tools/list` result, and drops the tools whose
+    /// annotations are invalid from it (MCP 2026-07-28: a client MUST exclude them).
+    fn learn_params(&self, message: &mut Vec<u8>) {
+        let Some(learned) = super::params::learn(message) else {
+            return;
+        };
+        for (tool, why) in &learned.rejected {
+            log::warn(format_args!(
+                "dropped tool {tool:?} of the upstream server's tools/list: {why}"
+            ));
+        }
+        if !learned.rejected.is_empty()
+            && let Some(rewritten) = super::params::without_tools(message, &learned.rejected)
+        {
+            *message = rewritten;
+        }
+        self.params
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(learned.tools);
     }
 
     /// Answers the request of a failed exchange with a JSON-RPC error (through the relay's
@@ -248,6 +349,18 @@ impl Transport {
     /// [`Failure::Other`] for the request of `message`.
     pub(super) async fn fail_with(&self, message: &Outgoing, text: String) {
         self.fail(message, Failure::Other(text)).await;
+    }
+}
+
+/// The start of a body for a message: `: <text>`, whitespace collapsed, at most
+/// [`QUOTED_BODY`] bytes; empty for an empty body (then `: empty body`).
+fn quote(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(QUOTED_BODY)]);
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.is_empty() {
+        ": the body is empty".to_owned()
+    } else {
+        format!(": {text}")
     }
 }
 

@@ -4,6 +4,7 @@
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::super::route::{self, Parsed};
 
@@ -24,6 +25,8 @@ pub(super) struct Outgoing {
     pub(super) name: Option<String>,
     /// For `notifications/cancelled`: the [`route::id_key`] of the request it cancels.
     pub(super) cancels: Option<Vec<u8>>,
+    /// `params.arguments` of a `tools/call` (for its `Mcp-Param-*` headers).
+    pub(super) arguments: Option<Box<RawValue>>,
 }
 
 #[derive(Deserialize)]
@@ -34,6 +37,8 @@ struct Params {
     name: Option<Value>,
     #[serde(default)]
     uri: Option<Value>,
+    #[serde(default)]
+    arguments: Option<Box<RawValue>>,
 }
 
 impl Outgoing {
@@ -49,7 +54,7 @@ impl Outgoing {
             return Outgoing::default();
         };
         let id = envelope.id.map(|id| route::raw_in(line, text, id).to_vec());
-        let params = envelope
+        let mut params = envelope
             .params
             .and_then(|p| serde_json::from_str::<Params>(p.get()).ok());
         let stateless_version = params
@@ -70,12 +75,18 @@ impl Outgoing {
         }
         .and_then(Value::as_str)
         .map(str::to_owned);
+        let arguments = if method == "tools/call" {
+            params.as_mut().and_then(|p| p.arguments.take())
+        } else {
+            None
+        };
         Outgoing {
             id,
             method: Some(method.into_owned()),
             stateless_version,
             name,
             cancels,
+            arguments,
         }
     }
 

@@ -21,7 +21,10 @@
 //!   version in its result as `MCP-Protocol-Version`; a request of the stateless protocol
 //!   (`_meta["io.modelcontextprotocol/protocolVersion"]` of 2026-07-28 or later) sends its own
 //!   version, `Mcp-Method` and, for `tools/call`, `resources/read` and `prompts/get`,
-//!   `Mcp-Name` (Base64 sentinel when not plain ASCII).
+//!   `Mcp-Name` (Base64 sentinel when not plain ASCII), and for `tools/call` the
+//!   `Mcp-Param-{Name}` headers of the tool's `x-mcp-header` parameters, learned from the
+//!   `tools/list` results that passed (a tool whose annotations break the rules is dropped from
+//!   those results, as the revision requires; see [`params`]).
 //! - Once `initialize` is answered, a GET stream for the server's own messages is opened
 //!   (`405` means the server offers none), before the client's next message is sent (up to
 //!   2 s), so that a request the server sends right after `notifications/initialized`
@@ -29,7 +32,13 @@
 //!   at most.
 //! - An SSE answer that ends before the response (a dropped connection, or a 2025-11-25 server
 //!   that closes the stream to be polled) is resumed with a GET carrying `Last-Event-ID` when
-//!   the server gave event ids, waiting the `retry` it asked for.
+//!   the server gave event ids, waiting the `retry` it asked for. One event may take at most
+//!   `max_line_bytes` + 64 KiB ([`bounded`]): a stream that never ends its event is cut and the
+//!   request answered with an error.
+//! - A `404` to a request of a session starts a new session: the client's `initialize` and
+//!   `notifications/initialized` are replayed and the request sent once more ([`renew`]).
+//! - An answer with no JSON-RPC response for the request (an empty or HTML `200`, a
+//!   notification) answers the request with an error at once, not at the request timeout.
 //! - A client's `notifications/cancelled` of a stateless (2026-07-28) request closes that
 //!   request's stream instead of being sent (the transport's cancellation); for earlier
 //!   versions it is POSTed like any notification.
@@ -57,9 +66,12 @@ use super::lines::Frame;
 use super::log;
 use super::route;
 
+mod bounded;
 mod events;
 mod exchange;
 mod message;
+mod params;
+mod renew;
 
 use message::Outgoing;
 
@@ -207,6 +219,12 @@ struct State {
     session: Option<HeaderValue>,
     /// The protocol version of `initialize`'s result.
     version: Option<String>,
+    /// The client's `initialize` and `notifications/initialized`, as sent: replayed for a new
+    /// session when the server forgot this one ([`renew`]).
+    handshake: Option<(bytes::Bytes, Option<bytes::Bytes>)>,
+    /// The session expired and no new one could be started: every request but a new
+    /// `initialize` is answered with an error saying so.
+    expired: bool,
 }
 
 /// The transport: POSTs the client's messages and hands what comes back to the relay.
@@ -220,6 +238,12 @@ pub(crate) struct Transport {
     state: Mutex<State>,
     frames: mpsc::Sender<Frame>,
     max_line_bytes: usize,
+    /// The `x-mcp-header` parameters of each tool, from `tools/list` results ([`params`]).
+    params: Mutex<HashMap<String, Vec<params::ParamHeader>>>,
+    /// Held while a new session is started ([`renew`]): one at a time.
+    renewing: tokio::sync::Mutex<()>,
+    /// The GET stream of a renewed session.
+    relistener: tokio::sync::Mutex<Option<AbortHandle>>,
 }
 
 impl Transport {
@@ -253,7 +277,16 @@ impl Transport {
             state: Mutex::new(State::default()),
             frames,
             max_line_bytes,
+            params: Mutex::new(HashMap::new()),
+            renewing: tokio::sync::Mutex::new(()),
+            relistener: tokio::sync::Mutex::new(None),
         }))
+    }
+
+    /// The most bytes one SSE event may take: a message of `max_line_bytes` and 64 KiB for
+    /// its field names, line ends and other fields.
+    fn max_event_bytes(&self) -> usize {
+        self.max_line_bytes.saturating_add(64 * 1024)
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -288,6 +321,7 @@ impl Transport {
                 continue;
             }
             if message.is_initialize() {
+                self.state().handshake = Some((bytes::Bytes::from(line.clone()), None));
                 // Its answer holds the session id and the version every later request sends.
                 Arc::clone(&self).exchange(line, message).await;
                 if listener.is_none() && self.state().version.is_some() {
@@ -301,6 +335,9 @@ impl Transport {
                 continue;
             }
             if message.method.as_deref() == Some("notifications/initialized") {
+                if let Some((_, initialized)) = self.state().handshake.as_mut() {
+                    *initialized = Some(bytes::Bytes::from(line.clone()));
+                }
                 // Before any request of the session.
                 Arc::clone(&self).exchange(line, message).await;
                 continue;
@@ -327,6 +364,9 @@ impl Transport {
         .await;
         in_flight.abort_all();
         if let Some(listener) = listener {
+            listener.abort();
+        }
+        if let Some(listener) = self.relistener.lock().await.take() {
             listener.abort();
         }
         self.end_session().await;
