@@ -34,8 +34,12 @@ mod boundary_wire_props;
 mod relay_bytes;
 #[path = "relay_http.rs"]
 mod relay_http;
+#[path = "relay_http_faults.rs"]
+mod relay_http_faults;
 #[path = "relay_shaper.rs"]
 mod relay_shaper;
+#[path = "serve_resume.rs"]
+mod serve_resume;
 #[path = "store_redis.rs"]
 mod store_redis;
 #[path = "tools_list_validity.rs"]
