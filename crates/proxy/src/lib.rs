@@ -7,6 +7,7 @@ pub mod boundary;
 pub mod config;
 pub mod jq;
 pub mod metrics;
+pub mod mux;
 pub mod relay;
 pub mod serve;
 pub mod telemetry;
