@@ -1,0 +1,304 @@
+//! Issue 15 §3 through the binary: many servers behind one proxy (`mcp-budget proxy --config
+//! servers.toml` with `[servers.<name>]` tables), each a fixture server.
+
+use std::io::Write;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+mod proxy_support;
+use proxy_support::Proxy;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-budget");
+
+fn request(id: Value, method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> String {
+    request(
+        json!(id),
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    )
+}
+
+/// `[servers.<name>]` of a fixture server, with `extra` TOML lines after it.
+fn fixture(name: &str, extra: &str) -> String {
+    format!("[servers.{name}]\ncommand = {BIN:?}\nargs = [\"fixture-server\"]\n{extra}\n")
+}
+
+/// The multi-server proxy with `config` as its TOML file, initialized (the client offers
+/// roots); returns the `initialize` answer too.
+fn start(config: &str) -> (Proxy, tempfile::NamedTempFile, Value) {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(config.as_bytes()).unwrap();
+    let path = file.path().to_str().unwrap().to_owned();
+    let mut proxy = Proxy::spawn(Command::new(BIN).args(["proxy", "--config", &path]));
+    proxy.send(&request(
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {"roots": {}},
+               "clientInfo": {"name": "test", "version": "0"}}),
+    ));
+    let init = recv_id(&proxy, &json!(0), &mut Vec::new());
+    proxy.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    (proxy, file, init)
+}
+
+/// Reads messages until the answer with `id`; every other message is pushed on `others`.
+fn recv_id(proxy: &Proxy, id: &Value, others: &mut Vec<Value>) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let msg = proxy.recv_json_within(left);
+        if msg.get("method").is_none() && msg.get("id") == Some(id) {
+            return msg;
+        }
+        others.push(msg);
+    }
+}
+
+/// The answers with `ids`, in that order, whatever order they come in.
+fn recv_ids(proxy: &Proxy, ids: &[u64]) -> Vec<Value> {
+    let mut found: Vec<Option<Value>> = vec![None; ids.len()];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while found.iter().any(Option::is_none) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let msg = proxy.recv_json_within(left);
+        if msg.get("method").is_some() {
+            continue;
+        }
+        if let Some(i) = ids.iter().position(|id| msg.get("id") == Some(&json!(id))) {
+            found[i] = Some(msg);
+        }
+    }
+    found.into_iter().flatten().collect()
+}
+
+fn tool_names(list: &Value) -> Vec<String> {
+    list["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+fn text_of(answer: &Value) -> String {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn initialize_and_tools_list_are_merged_with_prefixes_and_per_server_rules() {
+    let config = format!(
+        "{}{}",
+        fixture(
+            "alpha",
+            "[servers.alpha.tools_list]\nallow = [\"echo\", \"roots\"]"
+        ),
+        fixture(
+            "beta",
+            "[servers.beta.tools_list]\nallow = [\"echo\", \"crash\"]\ndeny = [\"crash\"]\ndescription_max_tokens = 4"
+        )
+    );
+    let (mut proxy, _file, init) = start(&config);
+    let mut init = init["result"].clone();
+    init["serverInfo"]["version"] = json!("[version]");
+    insta::assert_json_snapshot!("servers_initialize", init);
+
+    proxy.send(&request(json!(1), "tools/list", json!({})));
+    let list = recv_id(&proxy, &json!(1), &mut Vec::new());
+    assert_eq!(
+        tool_names(&list),
+        [
+            "alpha__roots",
+            "alpha__echo",
+            "beta__echo",
+            "read_more",
+            "query_response"
+        ],
+        "{list}"
+    );
+    insta::assert_json_snapshot!("servers_tools_list", list["result"]);
+
+    // A tool denied by beta's own rule is refused without reaching beta.
+    proxy.send(&call(2, "beta__crash", json!({})));
+    let refused = recv_id(&proxy, &json!(2), &mut Vec::new());
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let body: Value = serde_json::from_str(&text_of(&refused)).unwrap();
+    assert_eq!(body["error"], "tool_refused");
+    assert_eq!(body["server"], "beta");
+    assert!(body["rule"].as_str().unwrap().contains("crash"), "{body}");
+    // An unknown server prefix is no call either.
+    proxy.send(&call(3, "gamma__echo", json!({})));
+    let unknown = recv_id(&proxy, &json!(3), &mut Vec::new());
+    assert_eq!(unknown["result"]["isError"], true, "{unknown}");
+    assert!(text_of(&unknown).contains("unknown_tool"));
+    // beta still works: the refusal did not crash it.
+    proxy.send(&call(4, "beta__echo", json!({"who": "beta"})));
+    let echo = recv_id(&proxy, &json!(4), &mut Vec::new());
+    assert_eq!(text_of(&echo), r#"{"who":"beta"}"#, "{echo}");
+}
+
+#[test]
+fn calls_are_routed_and_big_results_of_either_server_read_back_with_one_read_more() {
+    let config = format!("{}{}", fixture("one", ""), fixture("two", ""));
+    let (mut proxy, _file, _) = start(&config);
+    // The same request id space for both: the client's ids are its own.
+    proxy.send(&call(1, "one__directory_tree", json!({"entries": 3000})));
+    proxy.send(&call(2, "two__table_rows", json!({"rows": 2000})));
+    let mut next = 10;
+    for answer in recv_ids(&proxy, &[1, 2]) {
+        let page = &answer["result"]["_meta"]["mcp-budget/page"];
+        let cursor = page["next_cursor"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a paged result: {answer}"));
+        proxy.send(&call(next, "read_more", json!({"cursor": cursor})));
+        let more = recv_id(&proxy, &json!(next), &mut Vec::new());
+        assert!(more["result"]["isError"].is_null(), "{more}");
+        let more_page = &more["result"]["_meta"]["mcp-budget/page"];
+        assert_eq!(more_page["page"], 1, "{more}");
+        assert_eq!(more_page["response_id"], page["response_id"]);
+        next += 1;
+    }
+}
+
+#[test]
+fn server_requests_are_renumbered_and_answered_to_the_server_that_asked() {
+    let config = format!("{}{}", fixture("a", ""), fixture("b", ""));
+    let (mut proxy, _file, _) = start(&config);
+    // Both fixtures ask `roots/list` under the same id ("fixture-roots-0").
+    proxy.send(&call(1, "a__roots", json!({})));
+    let mut asks = Vec::new();
+    let first = proxy.recv_json();
+    assert_eq!(first["method"], "roots/list", "{first}");
+    asks.push(first);
+    proxy.send(&call(2, "b__roots", json!({})));
+    let second = proxy.recv_json();
+    assert_eq!(second["method"], "roots/list", "{second}");
+    asks.push(second);
+    assert_ne!(asks[0]["id"], asks[1]["id"], "ids never collide");
+    assert_ne!(asks[0]["id"], json!("fixture-roots-0"));
+    // Answer b's first: each answer reaches the server that asked.
+    for (ask, root) in [(&asks[1], "file:///b"), (&asks[0], "file:///a")] {
+        proxy.send(
+            &json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": root}]}})
+                .to_string(),
+        );
+    }
+    let answers = recv_ids(&proxy, &[1, 2]);
+    let (a, b) = (&answers[0], &answers[1]);
+    assert!(text_of(&a).contains("file:///a"), "{a}");
+    assert!(text_of(&b).contains("file:///b"), "{b}");
+}
+
+#[test]
+fn progress_reaches_the_client_under_its_token() {
+    let config = format!("{}{}", fixture("a", ""), fixture("b", ""));
+    let (mut proxy, _file, _) = start(&config);
+    proxy.send(&request(
+        json!(5),
+        "tools/call",
+        json!({"name": "b__progress", "arguments": {"steps": 2}, "_meta": {"progressToken": "tok"}}),
+    ));
+    let mut others = Vec::new();
+    let done = recv_id(&proxy, &json!(5), &mut others);
+    assert!(text_of(&done).contains("done 2 steps"), "{done}");
+    let progress: Vec<&Value> = others
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 2, "{others:?}");
+    assert!(
+        progress
+            .iter()
+            .all(|m| m["params"]["progressToken"] == "tok")
+    );
+}
+
+#[test]
+fn a_crashed_server_is_isolated_and_restarted() {
+    let config = format!("{}{}", fixture("a", ""), fixture("b", ""));
+    let (mut proxy, _file, _) = start(&config);
+    proxy.send(&call(1, "a__crash", json!({})));
+    let mut others = Vec::new();
+    let crashed = recv_id(&proxy, &json!(1), &mut others);
+    let error = crashed["error"]["message"].as_str().unwrap_or_default();
+    let result_text = text_of(&crashed);
+    assert!(
+        error.contains("\"a\"") || result_text.contains("\"a\""),
+        "the error names the server: {crashed}"
+    );
+    // The other server keeps working meanwhile.
+    proxy.send(&call(2, "b__echo", json!({"still": "here"})));
+    let echo = recv_id(&proxy, &json!(2), &mut others);
+    assert_eq!(text_of(&echo), r#"{"still":"here"}"#, "{echo}");
+    // a comes back (first retry after 500 ms) and answers again.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut id = 3;
+    loop {
+        assert!(Instant::now() < deadline, "a never came back: {others:?}");
+        proxy.send(&call(id, "a__echo", json!({"back": true})));
+        let answer = recv_id(&proxy, &json!(id), &mut others);
+        if answer["result"]["isError"].is_null() && answer.get("error").is_none() {
+            assert_eq!(text_of(&answer), r#"{"back":true}"#);
+            break;
+        }
+        assert!(
+            text_of(&answer).contains("server \"a\" is unavailable"),
+            "{answer}"
+        );
+        id += 1;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let changes = others
+        .iter()
+        .filter(|m| m["method"] == "notifications/tools/list_changed")
+        .count();
+    // Once when its tools went away; the comeback's may still be on its way.
+    assert!(changes >= 1, "{others:?}");
+    proxy.send(&request(json!(99), "tools/list", json!({})));
+    let list = recv_id(&proxy, &json!(99), &mut others);
+    assert!(tool_names(&list).contains(&"a__echo".to_owned()), "{list}");
+    proxy.close_stdin();
+    assert!(proxy.wait(Duration::from_secs(20)).success());
+}
+
+#[test]
+fn a_server_that_cannot_start_leaves_the_others_working() {
+    let config = format!(
+        "{}[servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n",
+        fixture("ok", "")
+    );
+    let (mut proxy, _file, init) = start(&config);
+    assert_eq!(init["result"]["serverInfo"]["name"], "mcp-budget");
+    proxy.send(&call(1, "broken__anything", json!({})));
+    let answer = recv_id(&proxy, &json!(1), &mut Vec::new());
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(text_of(&answer).contains("\"broken\""), "{answer}");
+    proxy.send(&call(2, "ok__echo", json!({})));
+    let echo = recv_id(&proxy, &json!(2), &mut Vec::new());
+    assert_eq!(text_of(&echo), "{}", "{echo}");
+}
+
+#[test]
+fn cancelling_a_call_reaches_its_server_under_the_proxy_id() {
+    let config = format!("{}{}", fixture("a", ""), fixture("b", ""));
+    let (mut proxy, _file, _) = start(&config);
+    proxy.send(&call(7, "b__slow", json!({"ms": 300})));
+    proxy.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
+            .to_string(),
+    );
+    // The fixture ignores cancellations: the call still ends, under the client's id.
+    let answer = recv_id(&proxy, &json!(7), &mut Vec::new());
+    assert!(text_of(&answer).contains("slept"), "{answer}");
+    proxy.send(&call(8, "a__echo", json!({})));
+    let echo = recv_id(&proxy, &json!(8), &mut Vec::new());
+    assert_eq!(text_of(&echo), "{}");
+}
