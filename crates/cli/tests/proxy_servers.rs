@@ -77,6 +77,11 @@ fn recv_ids(proxy: &Proxy, ids: &[u64]) -> Vec<Value> {
     found.into_iter().flatten().collect()
 }
 
+/// Pretty JSON for a snapshot (numbers as written: serde_json's `arbitrary_precision` is on).
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap()
+}
+
 fn tool_names(list: &Value) -> Vec<String> {
     list["result"]["tools"]
         .as_array()
@@ -109,7 +114,7 @@ fn initialize_and_tools_list_are_merged_with_prefixes_and_per_server_rules() {
     let (mut proxy, _file, init) = start(&config);
     let mut init = init["result"].clone();
     init["serverInfo"]["version"] = json!("[version]");
-    insta::assert_json_snapshot!("servers_initialize", init);
+    insta::assert_snapshot!("servers_initialize", pretty(&init));
 
     proxy.send(&request(json!(1), "tools/list", json!({})));
     let list = recv_id(&proxy, &json!(1), &mut Vec::new());
@@ -124,7 +129,7 @@ fn initialize_and_tools_list_are_merged_with_prefixes_and_per_server_rules() {
         ],
         "{list}"
     );
-    insta::assert_json_snapshot!("servers_tools_list", list["result"]);
+    insta::assert_snapshot!("servers_tools_list", pretty(&list["result"]));
 
     // A tool denied by beta's own rule is refused without reaching beta.
     proxy.send(&call(2, "beta__crash", json!({})));
