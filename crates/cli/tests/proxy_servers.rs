@@ -157,8 +157,7 @@ fn calls_are_routed_and_big_results_of_either_server_read_back_with_one_read_mor
     // The same request id space for both: the client's ids are its own.
     proxy.send(&call(1, "one__directory_tree", json!({"entries": 3000})));
     proxy.send(&call(2, "two__table_rows", json!({"rows": 2000})));
-    let mut next = 10;
-    for answer in recv_ids(&proxy, &[1, 2]) {
+    for (next, answer) in (10..).zip(recv_ids(&proxy, &[1, 2])) {
         let page = &answer["result"]["_meta"]["mcp-budget/page"];
         let cursor = page["next_cursor"]
             .as_str()
@@ -169,7 +168,6 @@ fn calls_are_routed_and_big_results_of_either_server_read_back_with_one_read_mor
         let more_page = &more["result"]["_meta"]["mcp-budget/page"];
         assert_eq!(more_page["page"], 1, "{more}");
         assert_eq!(more_page["response_id"], page["response_id"]);
-        next += 1;
     }
 }
 
@@ -198,8 +196,8 @@ fn server_requests_are_renumbered_and_answered_to_the_server_that_asked() {
     }
     let answers = recv_ids(&proxy, &[1, 2]);
     let (a, b) = (&answers[0], &answers[1]);
-    assert!(text_of(&a).contains("file:///a"), "{a}");
-    assert!(text_of(&b).contains("file:///b"), "{b}");
+    assert!(text_of(a).contains("file:///a"), "{a}");
+    assert!(text_of(b).contains("file:///b"), "{b}");
 }
 
 #[test]
@@ -306,4 +304,37 @@ fn cancelling_a_call_reaches_its_server_under_the_proxy_id() {
     proxy.send(&call(8, "a__echo", json!({})));
     let echo = recv_id(&proxy, &json!(8), &mut Vec::new());
     assert_eq!(text_of(&echo), "{}");
+}
+
+#[test]
+fn deferred_mode_finds_and_calls_the_tools_of_every_server() {
+    let config = format!(
+        "[tools_list]\nmode = \"defer\"\npinned = [\"a__echo\"]\n{}{}",
+        fixture("a", ""),
+        fixture("b", "")
+    );
+    let (mut proxy, _file, _) = start(&config);
+    proxy.send(&request(json!(1), "tools/list", json!({})));
+    let list = recv_id(&proxy, &json!(1), &mut Vec::new());
+    let names = tool_names(&list);
+    for name in ["a__echo", "find_tools", "call_tool", "read_more", "query_response"] {
+        assert!(names.contains(&name.to_owned()), "{names:?}");
+    }
+    assert!(!names.contains(&"b__echo".to_owned()), "{names:?}");
+    proxy.send(&call(2, "find_tools", json!({"query": "arguments compact JSON"})));
+    let found = recv_id(&proxy, &json!(2), &mut Vec::new());
+    let text = found["result"]["content"]
+        .as_array()
+        .and_then(|items| items.last())
+        .and_then(|item| item["text"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(text.contains("b__echo"), "{found}");
+    proxy.send(&call(
+        3,
+        "call_tool",
+        json!({"name": "b__echo", "arguments": {"via": "call_tool"}}),
+    ));
+    let called = recv_id(&proxy, &json!(3), &mut Vec::new());
+    assert_eq!(text_of(&called), r#"{"via":"call_tool"}"#, "{called}");
 }
