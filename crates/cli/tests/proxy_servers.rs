@@ -62,16 +62,20 @@ fn recv_id(proxy: &Proxy, id: &Value, others: &mut Vec<Value>) -> Value {
 
 /// The answers with `ids`, in that order, whatever order they come in.
 fn recv_ids(proxy: &Proxy, ids: &[u64]) -> Vec<Value> {
+    recv_ids_and(proxy, ids, &mut Vec::new())
+}
+
+/// [`recv_ids`], every other message pushed on `others`.
+fn recv_ids_and(proxy: &Proxy, ids: &[u64], others: &mut Vec<Value>) -> Vec<Value> {
     let mut found: Vec<Option<Value>> = vec![None; ids.len()];
     let deadline = Instant::now() + Duration::from_secs(30);
     while found.iter().any(Option::is_none) {
         let left = deadline.saturating_duration_since(Instant::now());
         let msg = proxy.recv_json_within(left);
-        if msg.get("method").is_some() {
-            continue;
-        }
-        if let Some(i) = ids.iter().position(|id| msg.get("id") == Some(&json!(id))) {
-            found[i] = Some(msg);
+        let i = ids.iter().position(|id| msg.get("id") == Some(&json!(id)));
+        match i {
+            Some(i) if msg.get("method").is_none() => found[i] = Some(msg),
+            _ => others.push(msg),
         }
     }
     found.into_iter().flatten().collect()
@@ -290,23 +294,6 @@ fn a_server_that_cannot_start_leaves_the_others_working() {
 }
 
 #[test]
-fn cancelling_a_call_reaches_its_server_under_the_proxy_id() {
-    let config = format!("{}{}", fixture("a", ""), fixture("b", ""));
-    let (mut proxy, _file, _) = start(&config);
-    proxy.send(&call(7, "b__slow", json!({"ms": 300})));
-    proxy.send(
-        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
-            .to_string(),
-    );
-    // The fixture ignores cancellations: the call still ends, under the client's id.
-    let answer = recv_id(&proxy, &json!(7), &mut Vec::new());
-    assert!(text_of(&answer).contains("slept"), "{answer}");
-    proxy.send(&call(8, "a__echo", json!({})));
-    let echo = recv_id(&proxy, &json!(8), &mut Vec::new());
-    assert_eq!(text_of(&echo), "{}");
-}
-
-#[test]
 fn deferred_mode_finds_and_calls_the_tools_of_every_server() {
     let config = format!(
         "[tools_list]\nmode = \"defer\"\npinned = [\"a__echo\"]\n{}{}",
@@ -317,11 +304,21 @@ fn deferred_mode_finds_and_calls_the_tools_of_every_server() {
     proxy.send(&request(json!(1), "tools/list", json!({})));
     let list = recv_id(&proxy, &json!(1), &mut Vec::new());
     let names = tool_names(&list);
-    for name in ["a__echo", "find_tools", "call_tool", "read_more", "query_response"] {
+    for name in [
+        "a__echo",
+        "find_tools",
+        "call_tool",
+        "read_more",
+        "query_response",
+    ] {
         assert!(names.contains(&name.to_owned()), "{names:?}");
     }
     assert!(!names.contains(&"b__echo".to_owned()), "{names:?}");
-    proxy.send(&call(2, "find_tools", json!({"query": "arguments compact JSON"})));
+    proxy.send(&call(
+        2,
+        "find_tools",
+        json!({"query": "arguments compact JSON"}),
+    ));
     let found = recv_id(&proxy, &json!(2), &mut Vec::new());
     let text = found["result"]["content"]
         .as_array()
@@ -337,4 +334,128 @@ fn deferred_mode_finds_and_calls_the_tools_of_every_server() {
     ));
     let called = recv_id(&proxy, &json!(3), &mut Vec::new());
     assert_eq!(text_of(&called), r#"{"via":"call_tool"}"#, "{called}");
+}
+
+/// A stub server (Python) named by its first argument: reports every line it reads as a
+/// `test/received` notification; `ask` sends the client a `sampling/createMessage` under the
+/// id "same" (every stub uses it) and answers with the client's reply; `hang` never answers.
+const STUB: &str = r#"
+import json, sys
+name = sys.argv[1]
+pending = None
+def out(o):
+    sys.stdout.write(json.dumps(o) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    out({"jsonrpc": "2.0", "method": "test/received", "params": {"server": name, "message": m}})
+    method = m.get("method")
+    if method == "initialize":
+        out({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-03-26",
+             "capabilities": {"tools": {}}, "serverInfo": {"name": "stub", "version": "0"}}})
+    elif method == "tools/list":
+        tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("ask", "hang")]
+        out({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": tools}})
+    elif method == "tools/call" and m["params"]["name"] == "ask":
+        pending = m["id"]
+        out({"jsonrpc": "2.0", "id": "same", "method": "sampling/createMessage",
+             "params": {"messages": [], "maxTokens": 1}})
+    elif method is None and m.get("id") == "same":
+        text = name + ":" + json.dumps(m.get("result"))
+        out({"jsonrpc": "2.0", "id": pending, "result": {"content": [{"type": "text", "text": text}]}})
+"#;
+
+fn stub(name: &str) -> String {
+    format!("[servers.{name}]\ncommand = \"python3\"\nargs = [\"-c\", {STUB:?}, {name:?}]\n")
+}
+
+/// What stub `server` reported receiving, in order, among `messages`.
+fn received<'a>(messages: &'a [Value], server: &str) -> Vec<&'a Value> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == "test/received" && m["params"]["server"] == server)
+        .map(|m| &m["params"]["message"])
+        .collect()
+}
+
+#[test]
+fn colliding_server_request_ids_and_cancellations_reach_the_right_server() {
+    let config = format!("{}{}{}", stub("s1"), stub("s2"), fixture("fx", ""));
+    let (mut proxy, _file, init) = start(&config);
+    // The stubs answer 2025-03-26, the fixture 2025-06-18: the oldest is the proxy's.
+    assert_eq!(init["result"]["protocolVersion"], "2025-03-26", "{init}");
+    let mut seen = Vec::new();
+    proxy.send(&call(1, "s1__ask", json!({})));
+    proxy.send(&call(2, "s2__ask", json!({})));
+    let mut asks = Vec::new();
+    while asks.len() < 2 {
+        let msg = proxy.recv_json();
+        if msg["method"] == "sampling/createMessage" {
+            asks.push(msg);
+        } else {
+            seen.push(msg);
+        }
+    }
+    assert_ne!(
+        asks[0]["id"], asks[1]["id"],
+        "both servers said \"same\": {asks:?}"
+    );
+    for ask in &asks {
+        let reply = json!({"jsonrpc": "2.0", "id": ask["id"],
+                           "result": {"role": "assistant", "content": {"type": "text", "text": format!("for {}", ask["id"])}}});
+        proxy.send(&reply.to_string());
+    }
+    let answers = recv_ids_and(&proxy, &[1, 2], &mut seen);
+    for (answer, server) in answers.iter().zip(["s1", "s2"]) {
+        let text = text_of(answer);
+        assert!(text.starts_with(&format!("{server}:")), "{answer}");
+    }
+    // Each stub got exactly one answer, under its own id "same", with the text meant for it.
+    let mut hang = json!(null);
+    proxy.send(&call(3, "s2__hang", json!({})));
+    proxy.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3, "reason": "test"}})
+            .to_string(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let cancelled = loop {
+        assert!(
+            Instant::now() < deadline,
+            "no cancellation reached s2: {seen:?}"
+        );
+        seen.push(proxy.recv_json());
+        let s2 = received(&seen, "s2");
+        if let Some(call) = s2
+            .iter()
+            .find(|m| m["method"] == "tools/call" && m["params"]["name"] == "hang")
+        {
+            hang = call["id"].clone();
+        }
+        if let Some(c) = s2.iter().find(|m| m["method"] == "notifications/cancelled") {
+            break (*c).clone();
+        }
+    };
+    assert_eq!(
+        cancelled["params"]["requestId"], hang,
+        "the proxy's id of the call"
+    );
+    assert!(
+        received(&seen, "s1")
+            .iter()
+            .all(|m| m["method"] != "notifications/cancelled"),
+        "s1 got no cancellation"
+    );
+    for server in ["s1", "s2"] {
+        let replies: Vec<_> = received(&seen, server)
+            .into_iter()
+            .filter(|m| m.get("method").is_none())
+            .cloned()
+            .collect();
+        assert_eq!(replies.len(), 1, "{server}: {replies:?}");
+        assert_eq!(replies[0]["id"], "same");
+        let sent_to = asks
+            .iter()
+            .find(|a| replies[0]["result"]["content"]["text"] == format!("for {}", a["id"]));
+        assert!(sent_to.is_some(), "{replies:?}");
+    }
 }
