@@ -146,3 +146,38 @@ async def test_merged_list_costs_one_pair_of_injected_tools(tmp_path):
     # The prefixes cost a few tokens per tool; three pairs of injected tools are saved.
     assert m < separate - 2 * injected, (m, separate)
     assert me < separate_eager, (me, separate_eager)
+
+
+async def _all_resources(c) -> list:
+    out, cursor = [], None
+    for _ in range(100):
+        page = await c.list_resources(cursor=cursor) if cursor else await c.list_resources()
+        out.extend(page.resources)
+        cursor = page.next_cursor
+        if not cursor:
+            return out
+    return out
+
+
+async def test_resources_and_prompts_are_merged(tmp_path):
+    _, _, four = servers(tmp_path)
+    two = [s for s in four if s[0] in ("everything", "memory")]
+    config = tmp_path / "servers.toml"
+    config.write_text(servers_toml(two))
+    everything = next(s for s in two if s[0] == "everything")
+    async with session(everything[1], everything[2], proxy=False) as direct:
+        direct_resources = await _all_resources(direct)
+        direct_prompts = [p.name for p in (await direct.list_prompts()).prompts]
+    async with session(str(BIN), ["proxy", "--config", str(config)], proxy=False) as c:
+        merged = await _all_resources(c)
+        # Every page of every server in one list; URIs unchanged.
+        assert {str(r.uri) for r in direct_resources} <= {str(r.uri) for r in merged}
+        uri = str(direct_resources[0].uri)
+        read = await c.read_resource(uri)
+        assert read.contents, read
+        prompts = [p.name for p in (await c.list_prompts()).prompts]
+        assert sorted(prompts) == sorted(f"everything__{p}" for p in direct_prompts), prompts
+        simple = next(p for p in (await c.list_prompts()).prompts if not any(a.required for a in (p.arguments or [])))
+        got = await c.get_prompt(simple.name)
+        assert got.messages, got
+    print(f"resources: {len(merged)} merged ({len(direct_resources)} from everything), prompts {prompts}")
