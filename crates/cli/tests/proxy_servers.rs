@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 
 mod proxy_support;
 use proxy_support::Proxy;
+mod serve_support;
+use serve_support::Serve;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-budget");
 
@@ -458,4 +460,36 @@ fn colliding_server_request_ids_and_cancellations_reach_the_right_server() {
             .find(|a| replies[0]["result"]["content"]["text"] == format!("for {}", a["id"]));
         assert!(sent_to.is_some(), "{replies:?}");
     }
+}
+
+#[test]
+fn a_remote_server_over_http_sits_beside_a_local_one() {
+    // `mcp-budget serve` in front of a fixture is the remote server (its own budget set high,
+    // so the multi-server proxy's boundary does the paging).
+    let remote = Serve::fixture(&["--max-tokens", "100000000"]);
+    let config = format!(
+        "{}[servers.web]\nurl = {:?}\nheaders = {{ X-Test = \"1\" }}\n",
+        fixture("local", ""),
+        remote.url
+    );
+    let (mut proxy, _file, _) = start(&config);
+    proxy.send(&request(json!(1), "tools/list", json!({})));
+    let names = tool_names(&recv_id(&proxy, &json!(1), &mut Vec::new()));
+    assert!(names.contains(&"web__echo".to_owned()), "{names:?}");
+    assert!(names.contains(&"local__echo".to_owned()), "{names:?}");
+    proxy.send(&call(2, "web__echo", json!({"over": "http"})));
+    let echo = recv_id(&proxy, &json!(2), &mut Vec::new());
+    assert_eq!(text_of(&echo), r#"{"over":"http"}"#, "{echo}");
+    proxy.send(&call(3, "web__table_rows", json!({"rows": 2000})));
+    let big = recv_id(&proxy, &json!(3), &mut Vec::new());
+    let cursor = big["result"]["_meta"]["mcp-budget/page"]["next_cursor"]
+        .as_str()
+        .unwrap_or_else(|| panic!("paged: {big}"))
+        .to_owned();
+    proxy.send(&call(4, "read_more", json!({"cursor": cursor})));
+    let more = recv_id(&proxy, &json!(4), &mut Vec::new());
+    assert_eq!(
+        more["result"]["_meta"]["mcp-budget/page"]["page"], 1,
+        "{more}"
+    );
 }

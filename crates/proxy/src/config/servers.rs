@@ -55,7 +55,8 @@ pub struct ServerEntry {
     pub headers: BTreeMap<String, String>,
     /// `[servers.<name>.tools_list]`: allow/deny globs (matched against the server's own,
     /// unprefixed tool names) and compaction for this server's tools; absent: the global
-    /// `[tools_list]` applies to it.
+    /// `[tools_list]` applies to it. Its `mode` and `pinned` are not used: deferral is
+    /// proxy-wide (the global `[tools_list]`, over the merged list).
     pub tools_list: Option<ToolsList>,
 }
 
