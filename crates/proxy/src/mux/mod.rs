@@ -321,3 +321,50 @@ fn warn(args: std::fmt::Arguments<'_>) {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr().lock(), "mcp-budget: {args}");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ListMode;
+
+    #[test]
+    fn entries_become_servers_with_their_own_or_the_global_tools_list() {
+        let text = "[servers.b]\nurl = \"http://127.0.0.1:9/mcp\"\nheaders = { X-Key = \"k\" }\n\
+                    [servers.a]\ncommand = \"srv\"\nargs = [\"-v\"]\nenv = { K = \"v\" }\n\
+                    [servers.a.tools_list]\ndeny = [\"x\"]\n";
+        let entries: BTreeMap<String, ServerEntry> =
+            toml::from_str::<BTreeMap<String, BTreeMap<String, ServerEntry>>>(text)
+                .unwrap()
+                .remove("servers")
+                .unwrap();
+        let global: ToolsList =
+            toml::from_str("allow = [\"y\"]\nmode = \"defer\"\npinned = [\"a__y\"]").unwrap();
+        let servers = servers_from_config(&entries, "__", &global).unwrap();
+        assert_eq!(
+            servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert!(matches!(servers[0].upstream, Upstream::Command(_)));
+        assert_eq!(servers[0].tools_list.deny, ["x"]);
+        assert!(matches!(servers[1].upstream, Upstream::Http(_)));
+        assert_eq!(servers[1].tools_list, global);
+        // The boundary keeps only what applies to the merged list.
+        let b = boundary_tools_list(&global);
+        assert_eq!(
+            (b.mode, b.pinned.clone()),
+            (ListMode::Defer, vec!["a__y".to_owned()])
+        );
+        assert!(b.allow.is_empty());
+        let bad: BTreeMap<String, ServerEntry> = BTreeMap::from([(
+            "w".to_owned(),
+            ServerEntry {
+                url: Some("ftp://x".into()),
+                ..ServerEntry::default()
+            },
+        )]);
+        assert!(matches!(
+            servers_from_config(&bad, "__", &global),
+            Err(MuxError::Http { .. })
+        ));
+    }
+}
