@@ -437,10 +437,16 @@ async fn response(hub: &Arc<Hub>, id: &Value, mut message: Value) {
     send(hub, asked.server, &message).await;
 }
 
-/// Sends `message` to `server` if it is connected (dropped otherwise).
+/// Sends `message` to `server` if it is connected and reading (dropped otherwise, with a
+/// line on stderr when it is not reading: one stuck server never holds up the others).
 async fn send(hub: &Hub, server: usize, message: &Value) {
     let tx = hub.link(server).tx.clone();
-    if let (Some(tx), Ok(line)) = (tx, serde_json::to_vec(message)) {
-        let _ = tx.send(line).await;
+    if let (Some(tx), Ok(line)) = (tx, serde_json::to_vec(message))
+        && tx.try_send(line).is_err()
+    {
+        warn(format_args!(
+            "server {:?} is not reading its input (or has exited): a message to it was dropped",
+            hub.names[server]
+        ));
     }
 }

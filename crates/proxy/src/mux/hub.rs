@@ -219,7 +219,7 @@ impl Hub {
             .insert(id, Waiter::Internal { server, reply });
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let sent = match serde_json::to_vec(&message) {
-            Ok(line) => tx.send(line).await.is_ok(),
+            Ok(line) => matches!(tokio::time::timeout(limit, tx.send(line)).await, Ok(Ok(()))),
             Err(_) => false,
         };
         if !sent {
@@ -265,8 +265,10 @@ impl Hub {
             );
             table.by_client.insert(key.clone(), id);
         }
+        // Never waits: a server that stopped reading its input (256 lines queued) must not
+        // hold up the client's messages to the others.
         let sent = match serde_json::to_vec(&message) {
-            Ok(line) => tx.send(line).await.is_ok(),
+            Ok(line) => tx.try_send(line).is_ok(),
             Err(_) => false,
         };
         if !sent {
@@ -276,8 +278,8 @@ impl Hub {
                 table.waiting.remove(&id)
             };
             if taken.is_some() {
-                self.refuse(server, &client_id, call.as_deref(), "it stopped reading")
-                    .await;
+                let why = "it is not reading its input";
+                self.refuse(server, &client_id, call.as_deref(), why).await;
             }
         }
     }

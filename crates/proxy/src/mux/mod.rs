@@ -44,6 +44,9 @@
 //!   restarted after [`BACKOFF_MIN`], doubling up to [`BACKOFF_MAX`] (back to the minimum after
 //!   [`STABLE_AFTER`] of uptime), initialized with the client's params again; the client gets
 //!   `notifications/tools/list_changed` when its tools go away and when they come back.
+//! - **Back-pressure.** The client's messages are never held up by one server: a server with
+//!   256 lines queued (it stopped reading its input) gets no more; a request for it is answered
+//!   as for a server that is down, a notification for it is dropped (a line on stderr).
 //! - Other requests the proxy does not know get -32601; `ping` is answered by the proxy;
 //!   `logging/setLevel` goes to every server that logs; notifications of the client go to
 //!   every server, those of servers to the client as they came.
