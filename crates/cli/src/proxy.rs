@@ -16,6 +16,7 @@ use mcp_budget_proxy::config::{self, Settings};
 use mcp_budget_proxy::relay::{DEFAULT_MAX_LINE_BYTES, Relay, RelayOptions, Shaper, Upstream};
 
 mod remote;
+mod servers;
 
 /// Flags of `mcp-budget proxy`.
 ///
@@ -23,7 +24,7 @@ mod remote;
 /// the TOML file.
 #[derive(Debug, clap::Args)]
 #[command(
-    override_usage = "mcp-budget proxy [OPTIONS] -- <COMMAND> [ARGS]...\n       mcp-budget proxy [OPTIONS] --upstream <URL> [--header 'Name: value']..."
+    override_usage = "mcp-budget proxy [OPTIONS] -- <COMMAND> [ARGS]...\n       mcp-budget proxy [OPTIONS] --upstream <URL> [--header 'Name: value']...\n       mcp-budget proxy [OPTIONS] --config <FILE with [servers.<name>] tables>"
 )]
 pub(crate) struct Args {
     /// Budget in tokens for one tools/call result [default: 10000]
@@ -223,6 +224,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let options = args.relay_options();
     let mut settings = args.settings();
     args.init_logging(&mut settings)?;
+    // `[servers]` in the config file and no single server given: many servers behind one proxy.
+    if args.command.is_empty() && !args.remote.given() {
+        settings.load_config_file()?;
+        if settings
+            .file
+            .as_ref()
+            .is_some_and(|f| !f.servers.is_empty())
+        {
+            return servers::run(settings, options);
+        }
+    }
     let upstream = args.upstream(&mut settings)?;
     let boundary = Arc::new(Boundary::new(settings)?);
     let relay = Relay::new(options).with_shaper(Arc::clone(&boundary) as Arc<dyn Shaper>);

@@ -59,12 +59,15 @@
 //! headers = { Authorization = "Bearer …" }
 //! ```
 //! `[tools_list]` (allow/deny globs, description caps, schema compaction, deferred mode) is
-//! described in [`ToolsList`].
+//! described in [`ToolsList`]; `[servers.<name>]` and `[mux]` (many servers behind one proxy)
+//! in [`servers`].
 //!
 //! Unknown keys are errors (a typo must not silently do nothing).
 
 mod tools_list;
 pub use tools_list::{ListMode, ToolsList};
+pub mod servers;
+pub use servers::{MuxSection, ServerEntry};
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -336,6 +339,12 @@ pub struct ConfigFile {
     /// `[upstream]`.
     #[serde(default)]
     pub upstream: FileUpstream,
+    /// `[servers.<name>]`: several servers behind one proxy (see [`servers`]), by name.
+    #[serde(default)]
+    pub servers: BTreeMap<String, ServerEntry>,
+    /// `[mux]`: options of the multi-server proxy.
+    #[serde(default)]
+    pub mux: MuxSection,
 }
 
 /// `[upstream]` of the TOML file: a remote MCP server over Streamable HTTP, used by `proxy`

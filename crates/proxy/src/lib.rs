@@ -8,6 +8,7 @@ pub mod config;
 pub mod jq;
 pub mod logging;
 pub mod metrics;
+pub mod mux;
 pub mod relay;
 pub mod serve;
 pub mod telemetry;

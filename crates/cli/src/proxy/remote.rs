@@ -34,6 +34,11 @@ pub(crate) struct RemoteArgs {
 }
 
 impl RemoteArgs {
+    /// Whether a remote server is given by flag or environment (not by the config file).
+    pub(crate) fn given(&self) -> bool {
+        self.upstream.is_some() || std::env::var(ENV_URL).is_ok_and(|u| !u.trim().is_empty())
+    }
+
     /// With a server command: `--upstream` and `--header` make no sense.
     pub(crate) fn refuse_with_command(&self) -> anyhow::Result<()> {
         if self.upstream.is_some() {

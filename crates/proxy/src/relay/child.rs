@@ -15,6 +15,7 @@ use super::error::RelayError;
 pub struct UpstreamCommand {
     program: OsString,
     args: Vec<OsString>,
+    envs: Vec<(OsString, OsString)>,
 }
 
 impl UpstreamCommand {
@@ -26,7 +27,14 @@ impl UpstreamCommand {
         UpstreamCommand {
             program: program.into(),
             args: args.into_iter().map(Into::into).collect(),
+            envs: Vec::new(),
         }
+    }
+
+    /// Sets `key` to `value` in the server's environment (on top of the proxy's own).
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.envs.push((key.into(), value.into()));
+        self
     }
 
     /// Starts the server with piped stdin and stdout. The child is killed if the relay is
@@ -38,6 +46,7 @@ impl UpstreamCommand {
     pub(crate) fn spawn(&self) -> Result<Child, RelayError> {
         Command::new(&self.program)
             .args(&self.args)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -88,6 +88,10 @@ use route::Pending;
 // The Streamable HTTP server (`crate::serve`) routes the relay's output by the same rules.
 pub(crate) use route::id_key;
 pub(crate) use scan::Scanner;
+// The multi-server proxy (`crate::mux`) reuses the client side's pieces.
+pub(crate) use lines::{Frame, LineReader as ClientLines};
+pub(crate) use stdio::{client_pipes, restore_blocking, terminated};
+pub(crate) use writer::{QUEUE as WRITER_QUEUE, run as write_lines};
 
 /// The default bound on one line, in bytes: 256 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 256 * 1024 * 1024;
