@@ -11,7 +11,8 @@
 //! `proxy` (`mcp-budget proxy`). Calls take turns across the paths in a rotating order, so a
 //! change of load on the shared machine hits all three alike; each timed call is one
 //! `tools/call` round trip, the reply read as a line and parsed as JSON, as a client would.
-//! Prints the medians and the ratios proxy ÷ relay and proxy ÷ direct.
+//! Prints the medians and the ratios proxy ÷ relay and proxy ÷ direct. With
+//! `MCP_BUDGET_BASELINE=<another mcp-budget binary>`, its proxy runs as a fourth path.
 //!
 //! The `mcp-budget` binary: `MCP_BUDGET_BIN`, else `mcp-budget` beside this bench's target
 //! directory (`target/release/mcp-budget`). `RELAY_CALLS` sets the calls per path (default
@@ -155,7 +156,21 @@ fn main() {
     .into_iter()
     .flatten()
     .collect();
-    if paths.len() != 3 || paths.iter_mut().any(|p| p.handshake().is_none()) {
+    // `MCP_BUDGET_BASELINE=<another mcp-budget>`: its proxy as a fourth path (before/after).
+    let baseline = std::env::var_os("MCP_BUDGET_BASELINE").and_then(|b| {
+        Path::spawn(
+            "baseline",
+            Command::new(b).args([
+                "proxy".as_ref(),
+                "--".as_ref(),
+                bin.as_os_str(),
+                "fixture-server".as_ref(),
+            ]),
+        )
+    });
+    let expected = 3 + usize::from(baseline.is_some());
+    paths.extend(baseline);
+    if paths.len() != expected || paths.iter_mut().any(|p| p.handshake().is_none()) {
         eprintln!("a path did not start or answer the handshake");
         return;
     }
@@ -164,7 +179,7 @@ fn main() {
     // Per-call ratios of neighbours in time: proxy ÷ relay and proxy ÷ direct.
     let (mut to_relay, mut to_direct) = (Vec::new(), Vec::new());
     for i in 0..calls {
-        let mut round = [0.0; 3];
+        let mut round = [0.0; 4];
         for k in 0..n {
             let p = (k + i as usize) % n;
             let Some(d) = paths[p].call(10 + i) else {
@@ -202,4 +217,10 @@ fn main() {
         median(to_direct),
         medians[1] / medians[0]
     );
+    if let Some(b) = medians.get(3) {
+        println!(
+            "proxy ÷ baseline proxy: {:.3}× (ratio of medians)",
+            medians[2] / b
+        );
+    }
 }

@@ -545,11 +545,18 @@ pub(crate) fn emit(
 
     let names = b.names();
     let n_layout_docs = docs.len();
+    // What page 1's meta item will show: the exact total when every document is within the
+    // budget (then counted exactly), else an estimate.
     let estimate = walk::estimate_total(&rendered, &doc_tokens, budget, enc);
+    let first_total = if doc_tokens.iter().all(|&t| t <= budget) {
+        walk::Total::Exact(doc_tokens.iter().map(|&t| t as u64).sum())
+    } else {
+        walk::Total::Estimate(estimate)
+    };
     let reserve = walk::meta_reserve(
         &"0".repeat(b.store.id_len()),
         docs.len(),
-        walk::Total::Estimate(estimate),
+        first_total,
         enc,
         &names,
     );
@@ -605,9 +612,12 @@ pub(crate) fn emit(
     let entry = match found {
         Ok(existing) => existing,
         Err(id) => {
-            // The estimate page 1 shows: from the renderings (what the doc tokens of a
-            // response read back from a shared store give too).
-            let estimate = walk::estimate_total(&rendered, &doc_tokens, budget, enc);
+            // The estimate page 1 shows (the documents changed when merged into one array).
+            let estimate = if merged {
+                walk::estimate_total(&rendered, &doc_tokens, budget, enc)
+            } else {
+                estimate
+            };
             let entry = Entry::new(id, docs, doc_tokens, budget, precision, bytes)
                 .with_rendered(&rendered)
                 .with_estimate(estimate)

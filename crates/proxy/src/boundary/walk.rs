@@ -87,7 +87,8 @@ pub(crate) const PAGE_META_KEY: &str = "mcp-budget/page";
 
 /// The value of `result._meta["mcp-budget/page"]` for `page` of response `id`:
 /// `{"response_id","page" (0 = page 1: the page's ordinal, not its cursor's number),"location",
-/// "next_cursor" (absent on the last page),"total_tokens","array_of" (only when the response's
+/// "next_cursor" (absent on the last page),"total_tokens" (exact; on page 1 of a response with a
+/// document over the budget `"total_tokens_estimate"` instead, see [`Total`]),"array_of" (only when the response's
 /// N documents are paged as one JSON array: N),"tables" (only with `tables = "auto"`: `true`;
 /// each JSON body is then in the table form: `mcp_budget_core::table::decode` it before
 /// merging)}`.
