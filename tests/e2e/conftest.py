@@ -38,8 +38,9 @@ def report():
                 "tool": tool,
                 "tokens_direct": visible_tokens(direct),
                 "tokens_page1": visible_tokens(pages[0]),
-                # The proxy's own count of the whole compacted result (meta item), if paged.
-                "tokens_compacted_proxy": (meta_of(pages[0]) or {}).get("total_tokens"),
+                # The proxy's own count of the whole compacted result (meta item), if paged:
+                # exact on the last page (page 1 may carry only total_tokens_estimate).
+                "tokens_compacted_proxy": (meta_of(pages[-1]) or {}).get("total_tokens"),
                 "tokens_max_page": max(visible_tokens(p) for p in pages),
                 "pages": len(pages),
                 "read_more_calls": len(pages) - 1,

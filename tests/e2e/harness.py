@@ -81,7 +81,8 @@ def meta_of(result: dict) -> dict | None:
 
 def page_meta(result: dict) -> dict | None:
     """`result._meta["mcp-budget/page"]` of a paged result: `{"response_id","page","location",
-    "next_cursor"?,"total_tokens"}`, or None when the result was not paged."""
+    "next_cursor"?,"total_tokens" (page 1: "total_tokens_estimate" when a document is over the
+    budget)}`, or None when the result was not paged."""
     meta = result.get("_meta")
     if isinstance(meta, dict) and isinstance(meta.get(PAGE_META_KEY), dict):
         return meta[PAGE_META_KEY]

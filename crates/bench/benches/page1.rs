@@ -50,7 +50,8 @@ fn render_meta(info: &PageInfo<'_>) -> String {
         next_cursor: info.has_next.then(|| "3fa9c2e1b07d.1".to_owned()),
         shown: info.shown.to_owned(),
         next_start_line: info.next_start_line,
-        total_tokens: 3_141_592,
+        total_tokens: None,
+        total_tokens_estimate: Some(3_100_000),
         hint: "More: read_more {\"cursor\":\"3fa9c2e1b07d.1\"}. Select: query_response {\"response_id\":\"3fa9c2e1b07d\",\"query\":\"<jq>\"}.".to_owned(),
     };
     serde_json::to_string(&meta).unwrap_or_default()

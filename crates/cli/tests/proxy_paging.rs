@@ -91,7 +91,10 @@ fn read_all(
         assert_eq!(pm["page"], json!(k), "{pm}");
         let rid = pm["response_id"].as_str().expect("response_id").to_owned();
         assert_eq!(id.get_or_insert_with(|| rid.clone()), &rid);
-        assert!(pm["total_tokens"].as_u64().is_some(), "{pm}");
+        // Page 1 may carry an estimate of the total instead (a document over the budget: the
+        // exact count runs after it is sent); every later page the exact count.
+        let estimate = pm["total_tokens_estimate"].as_u64().filter(|_| k == 0);
+        assert!(pm["total_tokens"].as_u64().or(estimate).is_some(), "{pm}");
         // The page: every content item but the last (the meta item).
         assert_eq!(items.len(), 2, "one text item and the meta item: {result}");
         let body = items[0]["text"].as_str().expect("a text item").to_owned();

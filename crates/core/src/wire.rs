@@ -31,8 +31,16 @@ pub struct Meta {
     /// For text: the 1-based line the next page starts at; absent for JSON and on the last page.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub next_start_line: Option<u64>,
-    /// Tokens of the whole shaped (compacted, untrimmed) response, in the proxy's encoding.
-    pub total_tokens: u64,
+    /// Tokens of the whole shaped (compacted, untrimmed) response, in the proxy's encoding:
+    /// exact. Absent when only an estimate was known when the page was written (page 1 of a
+    /// response over the budget, whose exact count runs after page 1 is sent): then
+    /// `total_tokens_estimate` is there instead, and the later pages carry the exact count.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub total_tokens: Option<u64>,
+    /// An estimate of `total_tokens` (two significant digits), present only when the exact
+    /// count is not.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub total_tokens_estimate: Option<u64>,
     /// One sentence for the model: how to get more and how to select.
     pub hint: String,
 }

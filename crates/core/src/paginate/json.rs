@@ -708,12 +708,10 @@ impl JsonPaging<'_> {
             next_start_line: None,
         });
         let meta_tokens = self.enc.count(&m);
-        let room = self.budget.saturating_sub(meta_tokens);
-        let tokens = match self.enc.count_till_limit(&body, room) {
-            Some(t) => t + meta_tokens,
-            // Over: the exact figure only matters for the flagged oversized page.
-            None => self.enc.count(&body) + meta_tokens,
-        };
+        // One exact count: a page that fits is counted whole either way, and one over `room`
+        // would be counted again after `count_till_limit` stopped (the exact figure calibrates
+        // the search and flags an oversized page), so stopping early never saves work here.
+        let tokens = self.enc.count(&body) + meta_tokens;
         Built {
             body,
             meta: m,

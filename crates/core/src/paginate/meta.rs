@@ -67,7 +67,8 @@ pub fn build_meta(
         next_cursor,
         shown: info.shown.to_owned(),
         next_start_line: info.next_start_line.filter(|_| info.has_next),
-        total_tokens,
+        total_tokens: Some(total_tokens),
+        total_tokens_estimate: None,
         hint,
     }
 }

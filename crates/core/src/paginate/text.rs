@@ -214,12 +214,9 @@ impl TextPaging<'_> {
             next_start_line,
         });
         let meta_tokens = self.enc.count(&m);
-        let room = self.budget.saturating_sub(meta_tokens);
-        let tokens = self
-            .enc
-            .count_till_limit(body, room)
-            .unwrap_or_else(|| self.enc.count(body))
-            + meta_tokens;
+        // One exact count (see `json::JsonPaging::build`: stopping at the room left would
+        // only count a page over it twice).
+        let tokens = self.enc.count(body) + meta_tokens;
         Built {
             end,
             meta: m,

@@ -31,6 +31,7 @@ use std::sync::Arc;
 
 use mcp_budget_core::paginate::Document;
 use mcp_budget_core::summary;
+use mcp_budget_core::tokens::Encoding;
 use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
@@ -509,7 +510,9 @@ pub(crate) fn emit(
     let mut rendered = Vec::with_capacity(docs.len());
     let mut doc_tokens = Vec::with_capacity(docs.len());
     for d in &docs {
-        let (text, t) = walk::doc_form(d, precision, enc, tables);
+        // Counted only up to the budget: a doc over it is `budget + 1` until the exact count,
+        // which runs after page 1 is written (see `Entry::doc_tokens`).
+        let (text, t) = walk::doc_form_till(d, precision, enc, tables, budget);
         rendered.push(text);
         doc_tokens.push(t);
     }
@@ -544,11 +547,18 @@ pub(crate) fn emit(
 
     let names = b.names();
     let n_layout_docs = docs.len();
-    let total: u64 = doc_tokens.iter().map(|&t| t as u64).sum();
+    // What page 1's meta item will show: the exact total when every document is within the
+    // budget (then counted exactly), else an estimate.
+    let estimate = walk::estimate_total(&rendered, &doc_tokens, budget, enc);
+    let first_total = if doc_tokens.iter().all(|&t| t <= budget) {
+        walk::Total::Exact(doc_tokens.iter().map(|&t| t as u64).sum())
+    } else {
+        walk::Total::Estimate(estimate)
+    };
     let reserve = walk::meta_reserve(
         &"0".repeat(b.store.id_len()),
         docs.len(),
-        total,
+        first_total,
         enc,
         &names,
     );
@@ -568,7 +578,7 @@ pub(crate) fn emit(
             p.doc = None;
         }
         let d = Document::Json(Value::Array(docs.into_iter().map(doc_value).collect()));
-        let (text, t) = walk::doc_form(&d, precision, enc, tables);
+        let (text, t) = walk::doc_form_till(&d, precision, enc, tables, budget);
         (vec![d], vec![text], vec![t])
     } else {
         (docs, rendered, doc_tokens)
@@ -603,14 +613,30 @@ pub(crate) fn emit(
     drop(seed);
     let entry = match found {
         Ok(existing) => existing,
-        Err(id) => b.store.keep(
-            Entry::new(id, docs, doc_tokens, budget, precision, bytes)
-                .with_rendered(rendered)
+        Err(id) => {
+            // The estimate page 1 shows (the documents changed when merged into one array).
+            let estimate = if merged {
+                walk::estimate_total(&rendered, &doc_tokens, budget, enc)
+            } else {
+                estimate
+            };
+            let entry = Entry::new(id, docs, doc_tokens, budget, precision, bytes)
+                .with_rendered(&rendered)
+                .with_estimate(estimate)
                 .with_parts(carriers, plan.clone())
                 .with_array_of(merged.then_some(n_docs))
                 .with_principal(&b.principal)
-                .with_tables(tables),
-        ),
+                .with_tables(tables);
+            let entry = if b.store.id_len() == 12 {
+                b.store.keep(entry)
+            } else {
+                // A shared store keeps the exact total with the entry, for other replicas.
+                entry.count_total(&rendered, enc);
+                b.store.keep(entry)
+            };
+            count_in_background(&entry, rendered, enc);
+            entry
+        }
     };
     let id = entry.id.clone();
 
@@ -707,6 +733,26 @@ pub(crate) fn emit(
     }
 }
 
+/// Counts the exact total of `entry` from `rendered` on a thread of its own, so that page 1
+/// goes out without waiting for it (the next page waits if it is not done by then). Counted
+/// here when no thread can be started.
+fn count_in_background(entry: &Arc<Entry>, rendered: Vec<String>, enc: &Encoding) {
+    if entry.total_if_known().is_some() {
+        return;
+    }
+    let (entry, enc) = (Arc::clone(entry), enc.clone());
+    let spawned = std::thread::Builder::new()
+        .name("mcp-budget-count".into())
+        .spawn(move || {
+            entry.count_total(&rendered, &enc);
+        });
+    if let Err(e) = spawned {
+        eprintln!(
+            "mcp-budget: cannot start a counting thread ({e}): the total is counted on the next page"
+        );
+    }
+}
+
 fn emit_envelope_only(
     b: &Boundary,
     entry: &Entry,
@@ -746,7 +792,7 @@ fn envelope(b: &Boundary, entry: &Entry, budget: usize, names: &ToolNames) -> (S
     let mut env = summary::elision_envelope(
         &input,
         entry.bytes as u64,
-        entry.total_tokens,
+        entry.total_tokens(enc),
         enc,
         &entry.id,
         Some(&cursor),

@@ -36,7 +36,8 @@
 //! - **Page position in `_meta`** (`walk.rs`): every paged result (page 1, `read_more`, a
 //!   paged `query_response`) carries `result._meta["mcp-budget/page"]` =
 //!   `{"response_id","page" (0 = page 1),"location","next_cursor" (absent on the last
-//!   page),"total_tokens"}`; `location` is the meta item's `shown` never abbreviated, what a
+//!   page),"total_tokens" (page 1 of a response with a document over the budget:
+//!   "total_tokens_estimate" instead, the exact count running after it is sent)}`; `location` is the meta item's `shown` never abbreviated, what a
 //!   client merges pages by. Other members of an upstream `_meta` object are kept.
 //! - **Other items** (`resource_link`, small images, unknown types) cost no model-visible
 //!   tokens and are all kept on page 1, in their original order.

@@ -26,6 +26,7 @@ use mcp_budget_core::table::TablePager;
 use mcp_budget_core::tokens::Encoding;
 use serde_json::{Map, Value};
 
+pub(crate) use super::store::Total;
 use super::store::{Entry, SeqPos};
 
 /// Names of the injected tools, for hints.
@@ -77,6 +78,8 @@ pub(crate) struct SeqPage {
     pub(crate) location: String,
     /// The cursor of the next page; `None` on the last page.
     pub(crate) next_cursor: Option<String>,
+    /// The total its meta item shows.
+    pub(crate) total: Total,
 }
 
 /// The key of a paged result's `_meta` member that holds the page's machine-readable position.
@@ -84,7 +87,8 @@ pub(crate) const PAGE_META_KEY: &str = "mcp-budget/page";
 
 /// The value of `result._meta["mcp-budget/page"]` for `page` of response `id`:
 /// `{"response_id","page" (0 = page 1: the page's ordinal, not its cursor's number),"location",
-/// "next_cursor" (absent on the last page),"total_tokens","array_of" (only when the response's
+/// "next_cursor" (absent on the last page),"total_tokens" (exact; on page 1 of a response with a
+/// document over the budget `"total_tokens_estimate"` instead, see [`Total`]),"array_of" (only when the response's
 /// N documents are paged as one JSON array: N),"tables" (only with `tables = "auto"`: `true`;
 /// each JSON body is then in the table form: `mcp_budget_core::table::decode` it before
 /// merging)}`.
@@ -102,7 +106,10 @@ pub(crate) fn page_meta(id: &str, page: &SeqPage, entry: &Entry) -> Value {
     if let Some(c) = &page.next_cursor {
         m.insert("next_cursor".into(), Value::String(c.clone()));
     }
-    m.insert("total_tokens".into(), Value::from(entry.total_tokens));
+    match page.total {
+        Total::Exact(t) => m.insert("total_tokens".into(), Value::from(t)),
+        Total::Estimate(t) => m.insert("total_tokens_estimate".into(), Value::from(t)),
+    };
     if let Some(n) = entry.array_of {
         m.insert("array_of".into(), Value::from(n as u64));
     }
@@ -135,7 +142,7 @@ pub(crate) fn render_meta(
     next_page: Option<usize>,
     shown: &str,
     next_start_line: Option<u64>,
-    total_tokens: u64,
+    total: Total,
     names: &ToolNames,
 ) -> String {
     let info = PageInfo {
@@ -147,13 +154,13 @@ pub(crate) fn render_meta(
         read_more: &names.read_more,
         query_response: &names.query_response,
     };
-    let mut m = meta::build_meta(
-        &info,
-        id,
-        next_page.unwrap_or(0) as u64,
-        total_tokens,
-        tools,
-    );
+    let (exact, estimate) = match total {
+        Total::Exact(t) => (Some(t), None),
+        Total::Estimate(t) => (None, Some(t)),
+    };
+    let mut m = meta::build_meta(&info, id, next_page.unwrap_or(0) as u64, 0, tools);
+    m.total_tokens = exact;
+    m.total_tokens_estimate = estimate;
     if names.refs {
         m.hint.push_str(&super::args_rewrite::refs_hint(id));
     }
@@ -165,7 +172,7 @@ pub(crate) fn render_meta(
 pub(crate) fn meta_reserve(
     id: &str,
     n_docs: usize,
-    total_tokens: u64,
+    total: Total,
     encoding: &Encoding,
     names: &ToolNames,
 ) -> usize {
@@ -175,7 +182,7 @@ pub(crate) fn meta_reserve(
         Some(999_999),
         &shown,
         Some(9_999_999),
-        total_tokens,
+        total,
         names,
     )) + 8
 }
@@ -218,7 +225,9 @@ pub(crate) fn page(
         .copied()
         .unwrap_or(book.positions.len());
     let n = docs.len();
-    let reserve = meta_reserve(&entry.id, n, entry.total_tokens, encoding, names);
+    let ordinal = book.ordinals.get(k).copied().unwrap_or(k);
+    let total = entry.total_for_page(ordinal, encoding);
+    let reserve = meta_reserve(&entry.id, n, total, encoding, names);
 
     let mut parts: Vec<Part> = Vec::new();
     let mut shown: Vec<String> = Vec::new();
@@ -275,7 +284,7 @@ pub(crate) fn page(
                 } else {
                     None
                 },
-                entry.total_tokens,
+                total,
                 names,
             )
         };
@@ -328,7 +337,7 @@ pub(crate) fn page(
                 next.is_some().then_some(next_k),
                 &shown.join(", "),
                 None,
-                entry.total_tokens,
+                total,
                 names,
             );
             meta_tokens = encoding.count(&m);
@@ -346,7 +355,6 @@ pub(crate) fn page(
         }
         book.next_of.insert((k, budget), next_k);
     }
-    let ordinal = book.ordinals.get(k).copied().unwrap_or(k);
     Some(SeqPage {
         ordinal,
         parts,
@@ -354,6 +362,7 @@ pub(crate) fn page(
         tokens: used + meta_tokens,
         location: location.join(", "),
         next_cursor,
+        total,
     })
 }
 
@@ -398,6 +407,72 @@ pub(crate) fn doc_form(
         return (text, t);
     }
     doc_tokens(doc, precision, encoding)
+}
+
+/// [`doc_form`], counted only up to `budget`: the exact tokens when at most `budget`, else
+/// `budget + 1` ("over the budget"; [`Encoding::count_till_limit`] stops there, so a 12 MB
+/// document costs the tokenizing of about the budget's worth of text, not of all of it).
+pub(crate) fn doc_form_till(
+    doc: &Document,
+    precision: u32,
+    encoding: &Encoding,
+    tables: bool,
+    budget: usize,
+) -> (String, usize) {
+    let text = if tables
+        && let Some((_, text)) = TablePager::new(encoding.clone(), 0, precision).render(doc)
+    {
+        text
+    } else {
+        doc.render(precision)
+    };
+    let t = encoding
+        .count_till_limit(&text, budget)
+        .unwrap_or(budget + 1);
+    (text, t)
+}
+
+/// Bytes of a doc's rendering counted to estimate its tokens (its first bytes).
+const ESTIMATE_SAMPLE_BYTES: usize = 16 * 1024;
+
+/// The estimate of a response's total tokens page 1 shows while the exact count runs: the
+/// docs within `budget` as counted (`doc_tokens`, exact), each doc over it as its bytes times
+/// the tokens per byte of its first [`ESTIMATE_SAMPLE_BYTES`], rounded to two significant
+/// digits. A function of the renderings alone, so it is the same whenever computed.
+pub(crate) fn estimate_total(
+    rendered: &[String],
+    doc_tokens: &[usize],
+    budget: usize,
+    encoding: &Encoding,
+) -> u64 {
+    let sum: u64 = rendered
+        .iter()
+        .zip(doc_tokens)
+        .map(|(text, &t)| {
+            if t <= budget {
+                return t as u64;
+            }
+            let mut end = text.len().min(ESTIMATE_SAMPLE_BYTES);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let sample = encoding.count(&text[..end]).max(1) as u128;
+            let est = sample * text.len() as u128 / end.max(1) as u128;
+            u64::try_from(est)
+                .unwrap_or(u64::MAX)
+                .max(budget as u64 + 1)
+        })
+        .sum();
+    two_significant_digits(sum)
+}
+
+/// `n` rounded to two significant digits (12,345 → 12,000; 99 → 99).
+fn two_significant_digits(n: u64) -> u64 {
+    let mut unit = 1u64;
+    while n / unit >= 100 {
+        unit *= 10;
+    }
+    (n + unit / 2) / unit * unit
 }
 
 /// Whether the whole response fits `budget` without a meta item (the sum of its items'

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use mcp_budget_core::paginate::{Document, Position};
+use mcp_budget_core::tokens::Encoding;
 use serde_json::Value;
 
 use super::PageBook;
@@ -40,10 +41,17 @@ pub(crate) const MAX_PARSE_DEPTH: usize = 127;
 pub(crate) struct Entry {
     /// 12 lowercase hex digits.
     pub(crate) id: String,
-    /// Exact tokens of each doc's whole rendering.
+    /// Tokens of each doc's whole rendering: exact when at most `budget`; a doc over the
+    /// budget may hold `budget + 1` instead ("more than the budget": every paging decision
+    /// only compares it with room of at most the budget), its exact count then coming with
+    /// [`Entry::total_tokens`].
     pub(crate) doc_tokens: Vec<usize>,
-    /// Sum of `doc_tokens` (the meta item's `total_tokens`).
-    pub(crate) total_tokens: u64,
+    /// The exact sum of the docs' tokens (the meta item's `total_tokens`), once counted: set
+    /// at once when every doc is within the budget, else by the counting thread started
+    /// after page 1 ([`Entry::count_total`]) or by the first later page that needs it.
+    total: OnceLock<u64>,
+    /// The estimate page 1 shows while the exact total is unknown (see [`Total`]).
+    estimate: u64,
     /// Budget in tokens the response was shaped with: the ceiling of `read_more`'s `max_tokens`.
     pub(crate) budget: usize,
     /// Significant digits of floats.
@@ -90,6 +98,15 @@ pub(crate) struct Entry {
     /// was read, so that the pages this request adds can be written back
     /// ([`super::remote`]).
     pub(crate) remote: Option<super::remote::Mark>,
+}
+
+/// The total a page's meta item shows: `total_tokens` (exact) or `total_tokens_estimate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Total {
+    /// The exact tokens of the whole response.
+    Exact(u64),
+    /// An estimate (two significant digits), while the exact count runs.
+    Estimate(u64),
 }
 
 /// Where the content is (see the module docs).
@@ -157,7 +174,11 @@ impl Entry {
         precision: u32,
         bytes: usize,
     ) -> Entry {
-        let total_tokens = doc_tokens.iter().map(|&t| t as u64).sum();
+        let sum: u64 = doc_tokens.iter().map(|&t| t as u64).sum();
+        let total = OnceLock::new();
+        if doc_tokens.iter().all(|&t| t <= budget) {
+            let _ = total.set(sum);
+        }
         let scan = scan_docs(&docs, precision);
         let json = docs
             .iter()
@@ -166,7 +187,8 @@ impl Entry {
         Entry {
             id,
             doc_tokens,
-            total_tokens,
+            total,
+            estimate: sum,
             budget,
             precision,
             bytes,
@@ -197,6 +219,90 @@ impl Entry {
         }
     }
 
+    /// The entry whose page 1 shows `estimate` as its total while the exact count is not
+    /// known (ignored when it is: every doc within the budget).
+    pub(crate) fn with_estimate(mut self, estimate: u64) -> Entry {
+        self.estimate = estimate;
+        self
+    }
+
+    /// The total page `ordinal` (0 = page 1) shows: page 1 of a response with a doc over the
+    /// budget shows the estimate, whether or not the exact count has finished since (so page
+    /// 1 is the same page whenever it is computed again); every other page the exact total,
+    /// counted here if no one has yet ([`Entry::total_tokens`]).
+    pub(crate) fn total_for_page(&self, ordinal: usize, encoding: &Encoding) -> Total {
+        if ordinal == 0 && !self.total_known_at_start() {
+            return Total::Estimate(self.estimate);
+        }
+        Total::Exact(self.total_tokens(encoding))
+    }
+
+    /// Whether the exact total was known when the entry was made (no doc over the budget).
+    fn total_known_at_start(&self) -> bool {
+        self.doc_tokens.iter().all(|&t| t <= self.budget)
+    }
+
+    /// The estimate page 1 shows while the exact total is unknown.
+    pub(crate) fn estimate(&self) -> u64 {
+        self.estimate
+    }
+
+    /// The exact total, if it is counted already.
+    pub(crate) fn total_if_known(&self) -> Option<u64> {
+        self.total.get().copied()
+    }
+
+    /// Sets the exact total (as read from a shared store, counted by another replica).
+    pub(crate) fn with_total(self, total: Option<u64>) -> Entry {
+        if let Some(t) = total {
+            let _ = self.total.set(t);
+        }
+        self
+    }
+
+    /// The exact tokens of the whole response (the sum of its docs' whole renderings, in the
+    /// form they go out). Counts the docs over the budget from their rendering (the tree, or
+    /// its text when the store let the tree go) the first time; a caller that arrives while
+    /// another thread counts waits for it. 0 if the content cannot be read back.
+    pub(crate) fn total_tokens(&self, encoding: &Encoding) -> u64 {
+        *self.total.get_or_init(|| {
+            let Some(docs) = self.docs() else {
+                return 0;
+            };
+            self.doc_tokens
+                .iter()
+                .zip(docs.iter())
+                .map(|(&t, d)| {
+                    if t <= self.budget {
+                        t as u64
+                    } else {
+                        crate::boundary::walk::doc_form(d, self.precision, encoding, self.tables).1
+                            as u64
+                    }
+                })
+                .sum()
+        })
+    }
+
+    /// [`Entry::total_tokens`] from `rendered`, the docs' whole renderings as they go out
+    /// (what the caller rendered to shape the response: nothing is rendered again). Run on
+    /// a thread of its own after page 1 is written.
+    pub(crate) fn count_total(&self, rendered: &[String], encoding: &Encoding) -> u64 {
+        *self.total.get_or_init(|| {
+            self.doc_tokens
+                .iter()
+                .zip(rendered)
+                .map(|(&t, text)| {
+                    if t <= self.budget {
+                        t as u64
+                    } else {
+                        crate::boundary::walk::count(text, encoding) as u64
+                    }
+                })
+                .sum()
+        })
+    }
+
     /// The entry made by `principal`.
     pub(crate) fn with_principal(mut self, principal: &str) -> Entry {
         self.principal = Arc::from(principal);
@@ -216,8 +322,8 @@ impl Entry {
 
     /// The entry remembering the fingerprint of `rendered`, the whole rendering of each of its
     /// docs (floats rounded), for [`Entry::holds`]. The texts themselves are not kept.
-    pub(crate) fn with_rendered(mut self, rendered: Vec<String>) -> Entry {
-        self.fingerprint = Some(fingerprint(&rendered));
+    pub(crate) fn with_rendered(mut self, rendered: &[String]) -> Entry {
+        self.fingerprint = Some(fingerprint(rendered));
         self
     }
 

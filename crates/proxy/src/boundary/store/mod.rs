@@ -42,6 +42,7 @@ pub(crate) mod spill;
 
 use entry::Demoted;
 pub(crate) use entry::Entry;
+pub(crate) use entry::Total;
 use spill::SpillDir;
 
 /// How many dropped ids are remembered to tell `expired` from `unknown`.

@@ -43,7 +43,7 @@ fn entry_of(store: &Store, docs: Vec<Document>, precision: u32) -> Arc<Entry> {
     }
     let bytes = rendered.iter().map(String::len).sum();
     Arc::new(
-        Entry::new(store.new_id(), docs, tokens, 300, precision, bytes).with_rendered(rendered),
+        Entry::new(store.new_id(), docs, tokens, 300, precision, bytes).with_rendered(&rendered),
     )
 }
 

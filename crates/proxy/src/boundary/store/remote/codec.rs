@@ -54,6 +54,8 @@ pub(crate) fn encode_body(entry: &Entry, docs: &[Document]) -> Vec<u8> {
     let header = json!({
         "v": VERSION,
         "doc_tokens": entry.doc_tokens,
+        "total_tokens": entry.total_if_known(),
+        "total_tokens_estimate": entry.estimate(),
         "budget": entry.budget,
         "precision": entry.precision,
         "bytes": entry.bytes,
@@ -177,7 +179,11 @@ pub(crate) fn decode_body(
     if !rest.is_empty() || doc_tokens.len() != docs.len() {
         return Err(bad());
     }
+    let estimate = h.get("total_tokens_estimate").and_then(Value::as_u64);
+    let sum = doc_tokens.iter().map(|&t| t as u64).sum();
     let mut entry = Entry::new(id.to_owned(), docs, doc_tokens, budget, precision, bytes)
+        .with_estimate(estimate.unwrap_or(sum))
+        .with_total(h.get("total_tokens").and_then(Value::as_u64))
         .with_parts(carriers, plan)
         .with_array_of(array_of)
         .with_tables(h.get("tables").and_then(Value::as_bool).unwrap_or(false))

@@ -1,0 +1,226 @@
+//! Small calls through the proxy against a pure byte-copy relay, in one run (issue 14: ≤ 1.05×).
+//!
+//! ```text
+//! cargo build --release -p mcp-budget
+//! cargo bench -p mcp-budget-bench --bench relay
+//! ```
+//!
+//! Three paths to the same fixture server (`mcp-budget fixture-server`, its `echo` tool):
+//! `direct` (the server's own pipes), `relay` (`copy-relay` of this crate: stdin → child stdin,
+//! child stdout → stdout, nothing parsed; the floor any stdio proxy pays for its hop) and
+//! `proxy` (`mcp-budget proxy`). Calls take turns across the paths in a rotating order, so a
+//! change of load on the shared machine hits all three alike; each timed call is one
+//! `tools/call` round trip, the reply read as a line and parsed as JSON, as a client would.
+//! Prints the medians and the ratios proxy ÷ relay and proxy ÷ direct. With
+//! `MCP_BUDGET_BASELINE=<another mcp-budget binary>`, its proxy runs as a fourth path.
+//!
+//! The `mcp-budget` binary: `MCP_BUDGET_BIN`, else `mcp-budget` beside this bench's target
+//! directory (`target/release/mcp-budget`). `RELAY_CALLS` sets the calls per path (default
+//! 3,000; the first 10% are a warm-up).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Path {
+    name: &'static str,
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Path {
+    fn spawn(name: &'static str, command: &mut Command) -> Option<Path> {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| eprintln!("cannot start the {name} path: {e}"))
+            .ok()?;
+        let stdin = child.stdin.take()?;
+        let stdout = BufReader::new(child.stdout.take()?);
+        Some(Path {
+            name,
+            child,
+            stdin,
+            stdout,
+        })
+    }
+
+    /// Sends `line`, returns the first reply line with `id` (parsed).
+    fn request(&mut self, line: &str, id: &Value) -> Option<Value> {
+        self.stdin.write_all(line.as_bytes()).ok()?;
+        self.stdin.write_all(b"\n").ok()?;
+        self.stdin.flush().ok()?;
+        let mut buf = String::new();
+        loop {
+            buf.clear();
+            if self.stdout.read_line(&mut buf).ok()? == 0 {
+                return None;
+            }
+            let v: Value = serde_json::from_str(&buf).ok()?;
+            if v.get("id") == Some(id) {
+                return Some(v);
+            }
+        }
+    }
+
+    fn handshake(&mut self) -> Option<()> {
+        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"relay-bench","version":"0"}}});
+        self.request(&init.to_string(), &json!(0))?;
+        self.stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .ok()?;
+        self.request(
+            r#"{"jsonrpc":"2.0","id":"l","method":"tools/list"}"#,
+            &json!("l"),
+        )?;
+        Some(())
+    }
+
+    fn call(&mut self, id: u64) -> Option<Duration> {
+        let line = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":"echo","arguments":{"q":"small"}}})
+        .to_string();
+        let t = Instant::now();
+        let v = self.request(&line, &json!(id))?;
+        let d = t.elapsed();
+        v.get("result")?;
+        Some(d)
+    }
+}
+
+impl Drop for Path {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn mcp_budget_bin() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("MCP_BUDGET_BIN") {
+        return Some(PathBuf::from(p));
+    }
+    // target/release/deps/relay-<hash> → target/release/mcp-budget
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.parent()?.join("mcp-budget");
+    bin.exists().then_some(bin)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter that is not ours skips the run.
+    if std::env::args()
+        .skip(1)
+        .any(|a| !a.starts_with("--") && !"relay".contains(a.as_str()))
+    {
+        return;
+    }
+    let Some(bin) = mcp_budget_bin() else {
+        eprintln!(
+            "no mcp-budget binary: build it (cargo build --release -p mcp-budget) or set MCP_BUDGET_BIN"
+        );
+        return;
+    };
+    let calls: u64 = std::env::var("RELAY_CALLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
+    let warmup = calls / 10;
+    let relay = env!("CARGO_BIN_EXE_copy-relay");
+    let mut paths: Vec<Path> = [
+        Path::spawn("direct", Command::new(&bin).arg("fixture-server")),
+        Path::spawn(
+            "relay",
+            Command::new(relay).args(["--".as_ref(), bin.as_os_str(), "fixture-server".as_ref()]),
+        ),
+        Path::spawn(
+            "proxy",
+            Command::new(&bin).args([
+                "proxy".as_ref(),
+                "--".as_ref(),
+                bin.as_os_str(),
+                "fixture-server".as_ref(),
+            ]),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    // `MCP_BUDGET_BASELINE=<another mcp-budget>`: its proxy as a fourth path (before/after).
+    let baseline = std::env::var_os("MCP_BUDGET_BASELINE").and_then(|b| {
+        Path::spawn(
+            "baseline",
+            Command::new(b).args([
+                "proxy".as_ref(),
+                "--".as_ref(),
+                bin.as_os_str(),
+                "fixture-server".as_ref(),
+            ]),
+        )
+    });
+    let expected = 3 + usize::from(baseline.is_some());
+    paths.extend(baseline);
+    if paths.len() != expected || paths.iter_mut().any(|p| p.handshake().is_none()) {
+        eprintln!("a path did not start or answer the handshake");
+        return;
+    }
+    let n = paths.len();
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); n];
+    // Per-call ratios of neighbours in time: proxy ÷ relay and proxy ÷ direct.
+    let (mut to_relay, mut to_direct) = (Vec::new(), Vec::new());
+    for i in 0..calls {
+        let mut round = [0.0; 4];
+        for k in 0..n {
+            let p = (k + i as usize) % n;
+            let Some(d) = paths[p].call(10 + i) else {
+                eprintln!("the {} path stopped answering", paths[p].name);
+                return;
+            };
+            round[p] = d.as_secs_f64();
+        }
+        if i >= warmup {
+            for (t, r) in times.iter_mut().zip(round) {
+                t.push(r);
+            }
+            to_relay.push(round[2] / round[1]);
+            to_direct.push(round[2] / round[0]);
+        }
+    }
+    println!(
+        "\n## Small tools/call round trips ({} calls per path, fixture `echo`)\n",
+        calls - warmup
+    );
+    println!("| path | median µs |");
+    println!("|---|---:|");
+    let medians: Vec<f64> = times.into_iter().map(median).collect();
+    for (p, m) in paths.iter().zip(&medians) {
+        println!("| {} | {:.1} |", p.name, m * 1e6);
+    }
+    println!(
+        "\nproxy ÷ relay: {:.3}× (ratio of medians), {:.3}× (median of per-round ratios); target ≤ 1.05",
+        medians[2] / medians[1],
+        median(to_relay)
+    );
+    println!(
+        "proxy ÷ direct: {:.3}× (ratio of medians), {:.3}× (median of per-round ratios); relay ÷ direct {:.3}×",
+        medians[2] / medians[0],
+        median(to_direct),
+        medians[1] / medians[0]
+    );
+    if let Some(b) = medians.get(3) {
+        println!(
+            "proxy ÷ baseline proxy: {:.3}× (ratio of medians)",
+            medians[2] / b
+        );
+    }
+}

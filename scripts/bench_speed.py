@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Speed of real servers direct vs through `mcp-budget proxy` (issue 14), with the official
+Python `mcp` client, in one run: every round calls each case on every path in turn (rotating
+which path goes first), so a change of load on a shared machine hits all paths alike.
+
+    E2E_CACHE=/work/e2e-cache $E2E_CACHE/venv/bin/python scripts/bench_speed.py \
+        target/release/mcp-budget [--relay target/release/copy-relay] [--baseline OLD_BINARY] \
+        [--rounds 7] [--only dirtree-1MB,git_diff]
+
+Paths: `direct` (the server itself), `proxy` (this binary), `baseline` (another mcp-budget,
+e.g. a build from before a change) and `relay` (a pure byte-copy stdio relay, `copy-relay` of
+crates/bench: the floor any stdio proxy pays for its hop). Times are client-side: from
+`call_tool` to the parsed, validated result (for the proxy: page 1). Ratios are medians of
+the per-round ratios to `direct` (and, for the proxy, to `relay`).
+
+Cases (the servers and packages are the e2e suite's, from $E2E_CACHE):
+- dirtree-1MB / dirtree-12MB: @modelcontextprotocol/server-filesystem `directory_tree` of a
+  tree whose pretty JSON is ~1 MB / ~12 MB (files with long names, made once in a temp dir);
+- git_diff: mcp-server-git `git_diff` across 1,199 commits of a generated repository (~840 KB);
+- git_log: `git_log` of that repository just over the 10,000-token budget (2 pages);
+- read_graph: @modelcontextprotocol/server-memory `read_graph` of 2,000 entities and 3,000
+  relations (~664 KB);
+- echo: @modelcontextprotocol/server-everything `echo` (small; 200 calls a round).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+os.environ.setdefault("E2E_CACHE", "/work/e2e-cache")
+
+import anyio  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+from conftest import make_repo  # noqa: E402
+from harness import NODE_BIN  # noqa: E402
+
+ECHO_CALLS = 200
+
+
+def make_tree(base: Path, target_bytes: int) -> None:
+    """Directories of files with long names, so the tree's pretty JSON reaches `target_bytes`
+    with few files (~250 bytes of JSON per file)."""
+    per_file = 250
+    files = max(1, target_bytes // per_file)
+    pad = "x" * 180
+    n = 0
+    a = 0
+    while n < files:
+        da = base / f"area_{a:03}"
+        for b in range(10):
+            db = da / f"module_{b:02}"
+            db.mkdir(parents=True, exist_ok=True)
+            for c in range(50):
+                (db / f"file_{c:03}_{pad}.txt").touch()
+                n += 1
+        a += 1
+
+
+def make_memory(path: Path) -> list[dict]:
+    """The e2e memory graph: 2,000 entities, 3,000 relations (written through create_*)."""
+    entities = [
+        {
+            "name": f"entity_{i:04}",
+            "entityType": ["person", "project", "service", "host"][i % 4],
+            "observations": [f"created in batch {i // 100}", f"score {i * 0.37:.2f}", f"owner team_{i % 13}"],
+        }
+        for i in range(2_000)
+    ]
+    relations = [
+        {"from": f"entity_{i:04}", "to": f"entity_{(i * 7 + 1) % 2000:04}", "relationType": ["uses", "owns", "calls"][i % 3]}
+        for i in range(3_000)
+    ]
+    return [("create_entities", {"entities": entities}), ("create_relations", {"relations": relations})]
+
+
+def params(path: str, command: str, args: list[str], env: dict | None, binaries: dict) -> StdioServerParameters:
+    if path == "direct":
+        return StdioServerParameters(command=command, args=args, env=env)
+    if path == "relay":
+        return StdioServerParameters(command=binaries["relay"], args=["--", command, *args], env=env)
+    return StdioServerParameters(command=binaries[path], args=["proxy", "--", command, *args], env=env)
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("binary", help="mcp-budget binary under test")
+    ap.add_argument("--baseline", help="another mcp-budget binary, run as a third path")
+    ap.add_argument("--relay", help="copy-relay binary (crates/bench); default: beside BINARY")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--only", help="comma-separated case names")
+    opts = ap.parse_args()
+
+    binaries = {"proxy": str(Path(opts.binary).resolve())}
+    relay = opts.relay or str(Path(opts.binary).resolve().parent / "copy-relay")
+    if Path(relay).exists():
+        binaries["relay"] = relay
+    else:
+        print(f"(no byte-copy relay at {relay}: build it with cargo build --release -p mcp-budget-bench)")
+    if opts.baseline:
+        binaries["baseline"] = str(Path(opts.baseline).resolve())
+    paths = ["direct", *binaries]
+
+    tmp = Path(tempfile.mkdtemp(prefix="mcp-budget-speed-"))
+    fs = str(NODE_BIN / "mcp-server-filesystem")
+    # `python -m mcp_server_git`: the venv's console scripts may carry another path's shebang.
+    git = sys.executable
+    memory = str(NODE_BIN / "mcp-server-memory")
+    everything = str(NODE_BIN / "mcp-server-everything")
+    only = set(opts.only.split(",")) if opts.only else None
+
+    def wanted(name: str) -> bool:
+        return only is None or name in only
+
+    if wanted("dirtree-1MB"):
+        make_tree(tmp / "t1", 1_000_000)
+    if wanted("dirtree-12MB"):
+        make_tree(tmp / "t12", 12_000_000)
+    if wanted("git_diff") or wanted("git_log"):
+        make_repo(tmp / "repo", 1_200)
+    memory_env = {"MEMORY_FILE_PATH": str(tmp / "memory.jsonl"), "PATH": os.environ.get("PATH", "")}
+
+    # name, server command, args, env, tool, arguments, calls per round
+    cases = [
+        ("dirtree-1MB", fs, [str(tmp)], None, "directory_tree", {"path": str(tmp / "t1")}, 1),
+        ("dirtree-12MB", fs, [str(tmp)], None, "directory_tree", {"path": str(tmp / "t12")}, 1),
+        ("git_diff", git, ["-m", "mcp_server_git", "--repository", str(tmp / "repo")], None, "git_diff",
+         {"repo_path": str(tmp / "repo"), "target": "HEAD~1199"}, 1),
+        ("git_log", git, ["-m", "mcp_server_git", "--repository", str(tmp / "repo")], None, "git_log",
+         {"repo_path": str(tmp / "repo"), "max_count": 140}, 1),
+        ("read_graph", memory, [], memory_env, "read_graph", {}, 1),
+        ("echo", everything, ["stdio"], None, "echo", {"message": "hello"}, ECHO_CALLS),
+    ]
+    cases = [c for c in cases if wanted(c[0])]
+
+    print(f"paths: {', '.join(paths)}; {opts.rounds} rounds (+1 warm-up)\n")
+    print("| case | reply bytes (direct → proxy) | " + " | ".join(f"{p} ms" for p in paths)
+          + " | proxy ÷ direct | proxy ÷ relay |" + (" proxy ÷ baseline |" if "baseline" in paths else ""))
+    print("|---|---:|" + "---:|" * len(paths) + "---:|---:|" + ("---:|" if "baseline" in paths else ""))
+    for name, command, args, env, tool, arguments, calls in cases:
+        async with AsyncExitStack() as stack:
+            clients = {}
+            for p in paths:
+                c = await stack.enter_async_context(
+                    Client(params(p, command, args, env, binaries), read_timeout_seconds=300))
+                clients[p] = c
+            if name == "read_graph":
+                for t, a in make_memory(tmp):
+                    await clients["direct"].call_tool(t, a)
+            times = {p: [] for p in paths}
+            sizes = {}
+            for r in range(opts.rounds + 1):
+                order = paths[r % len(paths):] + paths[: r % len(paths)]
+                for p in order:
+                    t0 = time.perf_counter()
+                    for _ in range(calls):
+                        res = await clients[p].call_tool(tool, arguments)
+                    dt = (time.perf_counter() - t0) / calls
+                    if r > 0:
+                        times[p].append(dt)
+                    sizes[p] = sum(len(getattr(i, "text", "") or "") for i in res.content)
+        med = {p: statistics.median(v) for p, v in times.items()}
+
+        def ratio(a: str, b: str) -> str:
+            if a not in times or b not in times:
+                return "–"
+            return f"{statistics.median(x / y for x, y in zip(times[a], times[b])):.2f}×"
+
+        row = f"| {name} | {sizes['direct']:,} → {sizes['proxy']:,} | "
+        row += " | ".join(f"{med[p] * 1e3:.2f}" for p in paths)
+        row += f" | {ratio('proxy', 'direct')} | {ratio('proxy', 'relay')} |"
+        if "baseline" in paths:
+            row += f" {ratio('proxy', 'baseline')} |"
+        print(row, flush=True)
+    subprocess.run(["rm", "-rf", str(tmp)], check=False)
+
+
+if __name__ == "__main__":
+    anyio.run(main)
