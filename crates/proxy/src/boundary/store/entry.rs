@@ -546,7 +546,8 @@ impl Entry {
         Some(Entry {
             id: self.id.clone(),
             doc_tokens: self.doc_tokens.clone(),
-            total_tokens: self.total_tokens,
+            total: self.total.clone(),
+            estimate: self.estimate,
             budget: self.budget,
             precision: self.precision,
             bytes: self.bytes,
