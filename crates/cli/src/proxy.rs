@@ -239,12 +239,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let boundary = Arc::new(Boundary::new(settings)?);
     let relay = Relay::new(options).with_shaper(Arc::clone(&boundary) as Arc<dyn Shaper>);
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("mcp-budget")
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = runtime()?;
     let result = runtime.block_on(relay.run_stdio(&upstream));
     // tokio reads stdin on a blocking thread that may sit in read(2) forever.
     runtime.shutdown_timeout(Duration::from_millis(100));
@@ -254,4 +249,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     boundary.remove_spill_files();
     let exit = result?;
     Ok(ExitCode::from(u8::try_from(exit.code).unwrap_or(1)))
+}
+
+/// The async runtime that `proxy` (one server or `[servers]`) and `serve` run on: two worker
+/// threads named `mcp-budget`, I/O and timers enabled.
+///
+/// # Errors
+/// The runtime cannot start (threads or the I/O driver cannot be created).
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("mcp-budget")
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
 }

@@ -77,12 +77,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         settings,
     )?;
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("mcp-budget")
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::proxy::runtime()?;
     let result = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&args.listen)
             .await

@@ -23,12 +23,7 @@ pub(crate) fn run(mut settings: Settings, options: RelayOptions) -> anyhow::Resu
     file.tools_list = mux::boundary_tools_list(&file.tools_list);
     let boundary = Arc::new(Boundary::new(settings)?);
     let proxy = Mux::new(servers, separator, Arc::clone(&boundary), options);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("mcp-budget")
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = super::runtime()?;
     runtime.block_on(proxy.run_stdio());
     runtime.shutdown_timeout(Duration::from_millis(100));
     boundary.flush_telemetry();
