@@ -15,30 +15,6 @@ use proxy_support::Proxy;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-budget");
 
-fn initialize(proxy: &mut Proxy) {
-    proxy.send(
-        &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-            "protocolVersion":"2025-06-18","capabilities":{},
-            "clientInfo":{"name":"test","version":"0"}}})
-        .to_string(),
-    );
-    let msg = proxy.recv_json();
-    assert_eq!(msg["id"], 0, "{msg}");
-    proxy.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-}
-
-/// The `result` of a `tools/call`.
-fn call(proxy: &mut Proxy, id: u64, tool: &str, arguments: Value) -> Value {
-    proxy.send(
-        &json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-                "params":{"name":tool,"arguments":arguments}})
-        .to_string(),
-    );
-    let msg = proxy.recv_json();
-    assert_eq!(msg["id"], id, "{msg}");
-    msg["result"].clone()
-}
-
 fn texts(result: &Value) -> Vec<String> {
     result["content"]
         .as_array()
@@ -63,13 +39,11 @@ fn mode(p: &Path) -> u32 {
 /// What each call returns from the fixture server directly (no proxy).
 fn direct(calls: &[(&str, Value)]) -> Vec<String> {
     let mut server = Proxy::spawn(Command::new(BIN).arg("fixture-server"));
-    initialize(&mut server);
+    server.initialize();
     calls
         .iter()
         .enumerate()
-        .map(|(i, (tool, args))| {
-            texts(&call(&mut server, 100 + i as u64, tool, args.clone()))[0].clone()
-        })
+        .map(|(i, (tool, args))| texts(&server.call(100 + i as u64, tool, args.clone()))[0].clone())
         .collect()
 }
 
@@ -101,13 +75,13 @@ fn spilled_responses_page_back_to_the_direct_result_and_the_spill_dir_is_private
         ],
         &[BIN, "fixture-server"],
     );
-    initialize(&mut proxy);
+    proxy.initialize();
     let mut id = 1;
     let mut bodies: Vec<Vec<String>> = Vec::new();
     let mut shown: Vec<Vec<Option<String>>> = Vec::new();
     let mut cursors: Vec<Option<String>> = Vec::new();
     for (tool, args) in &calls {
-        let (body, meta) = page_of(&call(&mut proxy, id, tool, args.clone()));
+        let (body, meta) = page_of(&proxy.call(id, tool, args.clone()));
         id += 1;
         bodies.push(vec![body]);
         shown.push(vec![meta["shown"].as_str().map(str::to_owned)]);
@@ -135,7 +109,7 @@ fn spilled_responses_page_back_to_the_direct_result_and_the_spill_dir_is_private
             let Some(c) = cursor.take() else {
                 continue;
             };
-            let (body, meta) = page_of(&call(&mut proxy, id, "read_more", json!({"cursor": c})));
+            let (body, meta) = page_of(&proxy.call(id, "read_more", json!({"cursor": c})));
             id += 1;
             reads += 1;
             bodies[k].push(body);
@@ -205,7 +179,7 @@ fn old_blob_files_go_at_startup_and_a_changed_blob_file_is_rewritten() {
             .env("TMPDIR", tmp.path())
             .env("MCP_BUDGET_CONFIG", &cfg),
     );
-    initialize(&mut proxy);
+    proxy.initialize();
     assert!(
         !old.exists(),
         "older than --blob-max-age: removed at startup"
@@ -214,7 +188,7 @@ fn old_blob_files_go_at_startup_and_a_changed_blob_file_is_rewritten() {
     assert!(unrelated.exists(), "not a blob file name");
 
     let image = |proxy: &mut Proxy, id| {
-        let r = call(proxy, id, "image", json!({"width": 256, "height": 256}));
+        let r = proxy.call(id, "image", json!({"width": 256, "height": 256}));
         let desc: Value = texts(&r)
             .iter()
             .find_map(|t| {

@@ -16,29 +16,6 @@ use redis_support::{Redis, free_port};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-budget");
 
-fn initialize(proxy: &mut Proxy) {
-    proxy.send(
-        &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-            "protocolVersion":"2025-06-18","capabilities":{},
-            "clientInfo":{"name":"test","version":"0"}}})
-        .to_string(),
-    );
-    let msg = proxy.recv_json();
-    assert_eq!(msg["id"], 0, "{msg}");
-    proxy.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-}
-
-fn call(proxy: &mut Proxy, id: u64, tool: &str, arguments: Value) -> Value {
-    proxy.send(
-        &json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-                "params":{"name":tool,"arguments":arguments}})
-        .to_string(),
-    );
-    let msg = proxy.recv_json();
-    assert_eq!(msg["id"], id, "{msg}");
-    msg["result"].clone()
-}
-
 fn texts(result: &Value) -> Vec<String> {
     result["content"]
         .as_array()
@@ -66,7 +43,7 @@ fn replica(redis: &Redis, principal: &str) -> Proxy {
         ],
         &[BIN, "fixture-server"],
     );
-    initialize(&mut p);
+    p.initialize();
     p
 }
 
@@ -82,21 +59,20 @@ fn two_proxies_share_cursors_and_one_killed_mid_way_loses_nothing() {
     let args = json!({"rows": 600, "seed": 7});
     let want: Value = {
         let mut server = Proxy::spawn(Command::new(BIN).arg("fixture-server"));
-        initialize(&mut server);
-        serde_json::from_str(&texts(&call(&mut server, 1, "table_rows", args.clone()))[0]).unwrap()
+        server.initialize();
+        serde_json::from_str(&texts(&server.call(1, "table_rows", args.clone()))[0]).unwrap()
     };
     let mut a = replica(&redis, "team");
     let mut b = replica(&redis, "team");
-    let first = call(&mut a, 1, "table_rows", args.clone());
+    let first = a.call(1, "table_rows", args.clone());
     let id = position(&first)["response_id"].as_str().unwrap().to_owned();
     assert_eq!(id.len(), 24, "{first}");
     // The same call again on A: another id.
-    let again = call(&mut a, 2, "table_rows", args.clone());
+    let again = a.call(2, "table_rows", args.clone());
     assert_ne!(position(&again)["response_id"], json!(id));
     // query_response on both replicas.
     for (p, n) in [(&mut a, 3), (&mut b, 3)] {
-        let q = call(
-            p,
+        let q = p.call(
             n,
             "query_response",
             json!({"response_id": id, "query": "length"}),
@@ -106,7 +82,7 @@ fn two_proxies_share_cursors_and_one_killed_mid_way_loses_nothing() {
     let mut pages = vec![first];
     let mut n = 10;
     while let Some(c) = position(pages.last().unwrap())["next_cursor"].as_str() {
-        let page = call(&mut b, n, "read_more", json!({"cursor": c}));
+        let page = b.call(n, "read_more", json!({"cursor": c}));
         assert!(page.get("isError").is_none(), "{page}");
         pages.push(page);
         n += 1;
@@ -139,10 +115,10 @@ fn two_proxies_share_cursors_and_one_killed_mid_way_loses_nothing() {
     // Another principal: unknown. After FLUSHALL: unknown for the owner too.
     let mut other = replica(&redis, "someone-else");
     let cursor = format!("{id}.1");
-    let r = call(&mut other, 1, "read_more", json!({"cursor": cursor}));
+    let r = other.call(1, "read_more", json!({"cursor": cursor}));
     assert_eq!(error_reason(&r), "unknown");
     assert_eq!(redis.cmd(&["FLUSHALL"]), "+OK");
-    let r = call(&mut b, 1000, "read_more", json!({"cursor": cursor}));
+    let r = b.call(1000, "read_more", json!({"cursor": cursor}));
     assert_eq!(error_reason(&r), "unknown");
 }
 

@@ -17,29 +17,6 @@ use redis_support::Redis;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-budget");
 
-fn initialize(proxy: &mut Proxy) {
-    proxy.send(
-        &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-            "protocolVersion":"2025-06-18","capabilities":{},
-            "clientInfo":{"name":"test","version":"0"}}})
-        .to_string(),
-    );
-    let msg = proxy.recv_json();
-    assert_eq!(msg["id"], 0, "{msg}");
-    proxy.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-}
-
-fn call(proxy: &mut Proxy, id: u64, tool: &str, arguments: Value) -> Value {
-    proxy.send(
-        &json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-                "params":{"name":tool,"arguments":arguments}})
-        .to_string(),
-    );
-    let msg = proxy.recv_json();
-    assert_eq!(msg["id"], id, "{msg}");
-    msg["result"].clone()
-}
-
 fn first_text(result: &Value) -> String {
     result["content"][0]["text"]
         .as_str()
@@ -72,21 +49,15 @@ fn two_proxies_share_cursors_over_tls_with_a_private_ca() {
     let args = json!({"rows": 400, "seed": 3});
     let want: Value = {
         let mut server = Proxy::spawn(Command::new(BIN).arg("fixture-server"));
-        initialize(&mut server);
-        serde_json::from_str(&first_text(&call(
-            &mut server,
-            1,
-            "table_rows",
-            args.clone(),
-        )))
-        .unwrap()
+        server.initialize();
+        serde_json::from_str(&first_text(&server.call(1, "table_rows", args.clone()))).unwrap()
     };
     // A: the flag; B: the environment variable.
     let mut a = Proxy::start(
         &[&FLAGS[..], &["--store", &url, "--store-ca", ca]].concat(),
         &[BIN, "fixture-server"],
     );
-    initialize(&mut a);
+    a.initialize();
     let mut b = Proxy::spawn(
         Command::new(BIN)
             .arg("proxy")
@@ -95,8 +66,8 @@ fn two_proxies_share_cursors_over_tls_with_a_private_ca() {
             .env("MCP_BUDGET_STORE_CA", ca)
             .args(["--", BIN, "fixture-server"]),
     );
-    initialize(&mut b);
-    let first = call(&mut a, 1, "table_rows", args);
+    b.initialize();
+    let first = a.call(1, "table_rows", args);
     assert_eq!(
         position(&first)["response_id"].as_str().map(str::len),
         Some(24),
@@ -105,7 +76,7 @@ fn two_proxies_share_cursors_over_tls_with_a_private_ca() {
     let mut pages = vec![first];
     let mut n = 10;
     while let Some(c) = position(pages.last().unwrap())["next_cursor"].as_str() {
-        let page = call(&mut b, n, "read_more", json!({"cursor": c}));
+        let page = b.call(n, "read_more", json!({"cursor": c}));
         assert!(page.get("isError").is_none(), "{page}");
         pages.push(page);
         n += 1;

@@ -208,6 +208,32 @@ impl Proxy {
         }
     }
 
+    /// The MCP handshake (protocol 2025-06-18, no client capabilities): `initialize` with id
+    /// 0, its response checked, then `notifications/initialized`.
+    pub fn initialize(&mut self) {
+        self.send(
+            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion":"2025-06-18","capabilities":{},
+                "clientInfo":{"name":"test","version":"0"}}})
+            .to_string(),
+        );
+        let msg = self.recv_json();
+        assert_eq!(msg["id"], 0, "{msg}");
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    }
+
+    /// The `result` of a `tools/call` of `tool` with `arguments`, sent with `id`.
+    pub fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        self.send(
+            &json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+                    "params":{"name":tool,"arguments":arguments}})
+            .to_string(),
+        );
+        let msg = self.recv_json();
+        assert_eq!(msg["id"], id, "{msg}");
+        msg["result"].clone()
+    }
+
     pub fn stderr_text(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().expect("stderr buffer")).into_owned()
     }
