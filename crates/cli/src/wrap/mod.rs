@@ -179,8 +179,8 @@ fn run(selectors: Selectors, action: &Action) -> anyhow::Result<ExitCode> {
         Action::Unwrap => "unwrap",
     };
     let rewritten = match &format {
-        Format::Json(places) => json::rewrite(&text, places, action, &selection),
-        Format::Toml => toml::rewrite(&text, action, &selection),
+        Format::Json(places) => json::rewrite(text, places, action, &selection),
+        Format::Toml => toml::rewrite(text, action, &selection),
     }
     .with_context(|| format!("cannot {verb} {} (left as it is)", path.display()))?;
 
@@ -222,12 +222,12 @@ fn run(selectors: Selectors, action: &Action) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", files::unified_diff(&text, &rewritten.text, &path));
+    print!("{}", files::unified_diff(text, &rewritten.text, &path));
     if selectors.dry_run {
         eprintln!("dry run: {} was not written", path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let backup = files::replace(&path, &text, &rewritten.text)?;
+    let backup = files::replace(&path, text, &rewritten.text)?;
     eprintln!(
         "wrote {} (the previous version is in {})",
         path.display(),

@@ -16,6 +16,7 @@ use crate::wrap::json::{Place, quote, remote_entry_text};
 ///
 /// # Errors
 /// Not JSON, or the map is not an object.
+#[allow(clippy::type_complexity)]
 pub(crate) fn with_members<T>(
     text: &str,
     places: &[Place],

@@ -23,6 +23,7 @@ fn servers_path(path: &Path, name: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// The merge plan of `text` (pure: no file is read or written).
+#[allow(clippy::too_many_arguments)]
 fn plan(
     text: &str,
     format: &Format,
@@ -153,8 +154,8 @@ pub(crate) fn run_merge(
         return Ok(ExitCode::SUCCESS);
     };
     let existing = std::fs::read_to_string(&servers).ok();
-    if let Some(existing) = &existing {
-        if !existing.starts_with(HEADER) {
+    if existing.as_ref().is_some_and(|e| !e.starts_with(HEADER)) {
+        {
             bail!(
                 "{} exists and was not written by `wrap --merge`; move it away or merge under \
                  another name (`--merge NAME`); nothing was written",

@@ -65,10 +65,8 @@ fn collect(table: &dyn TableLike, path: &mut Vec<String>, out: &mut Vec<(usize, 
         path.push(key.to_owned());
         match item {
             Item::Table(t) => {
-                if !t.is_implicit() && !t.is_dotted() {
-                    if let Some(span) = t.span() {
-                        out.push((span.start, path.clone()));
-                    }
+                if let Some(span) = t.span().filter(|_| !t.is_implicit() && !t.is_dotted()) {
+                    out.push((span.start, path.clone()));
                 }
                 collect(t, path, out);
             }
