@@ -64,6 +64,8 @@ mod serve_redis_load;
 mod shape;
 #[path = "wrap.rs"]
 mod wrap;
+#[path = "wrap_merge.rs"]
+mod wrap_merge;
 
 /// Every `tests/*.rs` file is one of the modules above (Cargo no longer finds them by itself).
 #[test]

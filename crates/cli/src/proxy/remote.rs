@@ -31,6 +31,11 @@ pub(crate) struct RemoteArgs {
     /// The client config entry `mcp-budget wrap` replaced (kept there for `unwrap`; ignored)
     #[arg(long, value_name = "JSON", hide = true)]
     wrapped_entry: Option<String>,
+
+    /// The client config entries `mcp-budget wrap --merge` replaced (kept there for `unwrap`;
+    /// ignored)
+    #[arg(long, value_name = "JSON", hide = true)]
+    merged_entries: Option<String>,
 }
 
 impl RemoteArgs {

@@ -68,7 +68,11 @@ pub(crate) fn replace(path: &Path, old: &str, new: &str) -> anyhow::Result<PathB
 }
 
 /// Writes `bytes` to `path` (replacing it), synced, with `permissions`.
-fn write_new(path: &Path, bytes: &[u8], permissions: &fs::Permissions) -> std::io::Result<()> {
+pub(crate) fn write_new(
+    path: &Path,
+    bytes: &[u8],
+    permissions: &fs::Permissions,
+) -> std::io::Result<()> {
     let mut options = fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     // Created with the original's mode already, so a secret-bearing config is never readable

@@ -164,7 +164,12 @@ fn http_entry(entry: &Object<'_>) -> Option<HttpEntry> {
 
 /// The text of the stdio entry that replaces the remote `entry`: `type` (when the entry had
 /// one), `command` and `args`, laid out like the entry (its members' line break and indent).
-fn remote_entry_text(text: &str, entry: &Object<'_>, args: &[String], exe: &str) -> String {
+pub(crate) fn remote_entry_text(
+    text: &str,
+    entry: &Object<'_>,
+    args: &[String],
+    exe: &str,
+) -> String {
     let mut members = Vec::new();
     if entry.get("type").is_some() {
         members.push(format!("{}: {}", quote("type"), quote("stdio")));
@@ -387,7 +392,7 @@ fn whitespace_before(text: &str, at: usize) -> &str {
 }
 
 /// `s` as a JSON string literal.
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     serde_json::Value::String(s.to_owned()).to_string()
 }
 

@@ -16,6 +16,7 @@ mod client;
 mod files;
 mod form;
 mod json;
+mod merge;
 mod toml;
 
 use client::{Client, Format};
@@ -51,6 +52,11 @@ pub(crate) struct WrapArgs {
     /// Budget in tokens for the proxy of each wrapped server (`proxy --max-tokens N`)
     #[arg(long, value_name = "N")]
     max_tokens: Option<usize>,
+
+    /// Merge the servers into ONE entry (named NAME, default `mcp-budget`) running
+    /// `mcp-budget proxy --config <config>.<NAME>.toml` with a `[servers.<name>]` each
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "mcp-budget")]
+    merge: Option<String>,
 }
 
 /// Flags of `mcp-budget unwrap`.
@@ -91,6 +97,19 @@ pub(crate) fn run_wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
     if args.max_tokens == Some(0) {
         bail!("--max-tokens must be at least 1");
     }
+    let exe = this_exe()?;
+    if let Some(name) = args.merge {
+        return merge::run_merge(&args.selectors, &name, &exe, args.max_tokens);
+    }
+    let action = Action::Wrap(Wrapper {
+        exe,
+        max_tokens: args.max_tokens,
+    });
+    run(args.selectors, &action)
+}
+
+/// The absolute path of this binary, as configs name it.
+fn this_exe() -> anyhow::Result<String> {
     let exe = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .context("cannot find the path of this mcp-budget binary")?;
@@ -108,11 +127,7 @@ pub(crate) fn run_wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
              with `cargo install --locked --path crates/cli` for a lasting path)"
         );
     }
-    let action = Action::Wrap(Wrapper {
-        exe,
-        max_tokens: args.max_tokens,
-    });
-    run(args.selectors, &action)
+    Ok(exe)
 }
 
 /// Whether `exe` sits in a cargo `target/{debug,release}` directory.
@@ -128,8 +143,9 @@ pub(crate) fn run_unwrap(args: UnwrapArgs) -> anyhow::Result<ExitCode> {
     run(args.selectors, &Action::Unwrap)
 }
 
-fn run(selectors: Selectors, action: &Action) -> anyhow::Result<ExitCode> {
-    let (path, format, client) = match (&selectors.config, selectors.client) {
+/// The config file to edit, its format and its client (when known).
+pub(crate) fn resolve(selectors: &Selectors) -> anyhow::Result<(PathBuf, Format, Option<Client>)> {
+    Ok(match (&selectors.config, selectors.client) {
         (Some(path), Some(client)) => (path.clone(), client.format(), Some(client)),
         (Some(path), None) => {
             let client = Client::guess(path);
@@ -141,24 +157,39 @@ fn run(selectors: Selectors, action: &Action) -> anyhow::Result<ExitCode> {
             (client.default_path(&cwd)?, client.format(), Some(client))
         }
         (None, None) => bail!("name a client with --client or a file with --config"),
-    };
-    let text = std::fs::read_to_string(&path)
+    })
+}
+
+fn run(selectors: Selectors, action: &Action) -> anyhow::Result<ExitCode> {
+    let (path, format, client) = resolve(&selectors)?;
+    let original = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
     let selection = Selection(selectors.only.clone());
+    // `unwrap` first puts back the servers of a merged entry (`wrap --merge`).
+    let unmerged = match action {
+        Action::Unwrap => merge::unmerge(&original, &format, &selection)
+            .with_context(|| format!("cannot unwrap {} (left as it is)", path.display()))?,
+        Action::Wrap(_) => None,
+    };
+    let text = unmerged
+        .as_ref()
+        .map_or(original.as_str(), |p| p.text.as_str());
     let verb = match action {
         Action::Wrap(_) => "wrap",
         Action::Unwrap => "unwrap",
     };
     let rewritten = match &format {
-        Format::Json(places) => json::rewrite(&text, places, action, &selection),
-        Format::Toml => toml::rewrite(&text, action, &selection),
+        Format::Json(places) => json::rewrite(text, places, action, &selection),
+        Format::Toml => toml::rewrite(text, action, &selection),
     }
     .with_context(|| format!("cannot {verb} {} (left as it is)", path.display()))?;
 
     let missing: Vec<&str> = selectors
         .only
         .iter()
-        .filter(|n| !rewritten.names.contains(n))
+        .filter(|n| {
+            !rewritten.names.contains(n) && !unmerged.as_ref().is_some_and(|p| p.names.contains(n))
+        })
         .map(String::as_str)
         .collect();
     if !missing.is_empty() {
@@ -174,12 +205,16 @@ fn run(selectors: Selectors, action: &Action) -> anyhow::Result<ExitCode> {
         );
     }
 
-    if rewritten.notes.is_empty() {
+    if rewritten.notes.is_empty() && unmerged.is_none() {
         eprintln!("{}: no MCP servers found", path.display());
+    }
+    for (label, what) in unmerged.iter().flat_map(|p| &p.notes) {
+        eprintln!("  {label}: {what}");
     }
     for note in &rewritten.notes {
         eprintln!("  {}: {}", note.label, note.outcome);
     }
+    let text = original.as_str();
     if rewritten.text == text {
         eprintln!(
             "{}: nothing to {verb}; the file was not touched",
@@ -187,17 +222,20 @@ fn run(selectors: Selectors, action: &Action) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", files::unified_diff(&text, &rewritten.text, &path));
+    print!("{}", files::unified_diff(text, &rewritten.text, &path));
     if selectors.dry_run {
         eprintln!("dry run: {} was not written", path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let backup = files::replace(&path, &text, &rewritten.text)?;
+    let backup = files::replace(&path, text, &rewritten.text)?;
     eprintln!(
         "wrote {} (the previous version is in {})",
         path.display(),
         backup.display()
     );
+    if let Some(servers) = unmerged.and_then(|p| p.removed_file) {
+        merge::remove_servers_file(&servers);
+    }
     if let Some(client) = client {
         eprintln!(
             "restart {} (or reload its MCP servers) to use it",
