@@ -5,7 +5,7 @@ same Streamable HTTP server directly, interleaved in one run.
     scripts/bench_remote_latency.py [--bin target/release/mcp-budget] [--calls 200]
 
 Starts @modelcontextprotocol/server-everything in streamableHttp mode on a free loopback port
-(from target/e2e-cache/npm, which tests/e2e/run.sh installs), opens one session directly (one
+(from $E2E_CACHE/npm, default target/e2e-cache, which tests/e2e/run.sh installs), opens one session directly (one
 keep-alive HTTP/1.1 connection, the standard library's client, reading the SSE answer up to the
 response event) and one through the proxy (JSON lines on its stdin and stdout), then alternates
 `tools/call echo {"message":"hi"}` between them. Prints the median and p90 of each, in ms, and
@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EVERYTHING = ROOT / "target/e2e-cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+CACHE = Path(os.environ.get("E2E_CACHE", ROOT / "target/e2e-cache"))
+EVERYTHING = CACHE / "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 INIT = {
     "jsonrpc": "2.0",
     "id": 0,
