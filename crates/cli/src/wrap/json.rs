@@ -48,18 +48,7 @@ pub(crate) fn rewrite(
         Some(rest) => ("\u{feff}", rest),
         None => ("", text),
     };
-    let options = ParseOptions {
-        allow_comments: true,
-        allow_trailing_commas: true,
-        allow_loose_object_property_names: false,
-        allow_missing_commas: false,
-        allow_single_quoted_strings: false,
-        allow_hexadecimal_numbers: false,
-        allow_unary_plus_numbers: false,
-        allow_bare_decimal_point_numbers: false,
-        allow_non_finite_numbers: false,
-        allow_extended_string_escapes: false,
-    };
+    let options = parse_options();
     let parsed = parse_to_ast(body, &CollectOptions::default(), &options)
         .map_err(|e| anyhow::anyhow!("not valid JSON: {e}"))?;
     let Some(Value::Object(root)) = &parsed.value else {
@@ -389,6 +378,23 @@ fn whitespace_before(text: &str, at: usize) -> &str {
     let before = &text[..at];
     let start = before.trim_end().len();
     &before[start..]
+}
+
+/// What the client files are parsed as: JSON with comments and trailing commas (JSONC, as VS
+/// Code and Claude Code accept), nothing looser, so a rewritten file stays one every client reads.
+pub(crate) fn parse_options() -> ParseOptions {
+    ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    }
 }
 
 /// `s` as a JSON string literal.

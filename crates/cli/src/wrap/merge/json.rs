@@ -4,7 +4,7 @@
 use anyhow::bail;
 use jsonc_parser::ast::{Object, Value};
 use jsonc_parser::common::Ranged as _;
-use jsonc_parser::{CollectOptions, ParseOptions, parse_to_ast};
+use jsonc_parser::{CollectOptions, parse_to_ast};
 
 use super::{Member, Role, Spec, has_placeholder, merged_of};
 use crate::wrap::form::{is_streamable, wrapped_remote, wrapped_split};
@@ -22,18 +22,7 @@ pub(crate) fn with_members<T>(
     places: &[Place],
     f: &dyn Fn(&[Member], &dyn Fn(&Member, &str, Vec<String>, &str) -> String) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
-    let options = ParseOptions {
-        allow_comments: true,
-        allow_trailing_commas: true,
-        allow_loose_object_property_names: false,
-        allow_missing_commas: false,
-        allow_single_quoted_strings: false,
-        allow_hexadecimal_numbers: false,
-        allow_unary_plus_numbers: false,
-        allow_bare_decimal_point_numbers: false,
-        allow_non_finite_numbers: false,
-        allow_extended_string_escapes: false,
-    };
+    let options = super::super::json::parse_options();
     // A BOM is not part of the JSON: the byte ranges are in `text` all the same, since the
     // parser is given the text after it and the ranges are shifted back.
     let skip = if text.starts_with('\u{feff}') { 3 } else { 0 };
