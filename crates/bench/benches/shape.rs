@@ -7,8 +7,8 @@
 //!
 //! Inputs (deterministic, from `mcp_budget_bench`), each the JSON-RPC response line a server
 //! writes (`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":…}]}}`):
-//! `dirtree-12MB` (pretty JSON text, as server-filesystem's `directory_tree`), `gitdiff-840KB`
-//! and `gitlog-2MB` (text). Budget 10,000 tokens (cl100k_base), the proxy's defaults.
+//! `dirtree-12MB` (pretty JSON text, as server-filesystem's `directory_tree`), `gitdiff-840KB`,
+//! `gitlog-2MB` and `gitlog-45KB` (text; the last just over the budget). Budget 10,000 tokens (cl100k_base), the proxy's defaults.
 //!
 //! Per input, timed in back-to-back pairs (`SHAPE_PAIRS`, default 11), alternating which goes
 //! first: `baseline` = `serde_json::from_slice::<Value>` of the line; `shape` = that parse plus
@@ -18,7 +18,8 @@
 //! response (a counter in the text), so no pair reuses the cache entry of another.
 //!
 //! Then one breakdown of `shape` on the first input by step (parse the text as JSON, compact
-//! rendering, token count of the whole, page 1). `SHAPE_ONLY=<input>` runs one input alone.
+//! rendering, token count of the whole, page 1). `SHAPE_ONLY=<input>` runs one input alone;
+//! `SHAPE_STEPS=0` skips the breakdown.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -86,6 +87,8 @@ fn main() {
             mcp_budget_bench::git_log(840_000),
         ),
         ("gitlog-2MB", "git_log", mcp_budget_bench::git_log(2 * MB)),
+        // Just over the budget (~12,000 tokens): issue 14's `git_log` case.
+        ("gitlog-45KB", "git_log", mcp_budget_bench::git_log(45_000)),
     ];
     // `SHAPE_ONLY=<input name>`: that input alone (for a profiler).
     let only = std::env::var("SHAPE_ONLY").ok();
@@ -145,7 +148,9 @@ fn main() {
 
     // Breakdown of the steps on each input (one run each, after the warm-up above).
     let enc = Encoding::Cl100kBase;
-    for (name, _, text) in &inputs {
+    // `SHAPE_STEPS=0`: no breakdown (a profile of the pairs alone).
+    let steps = std::env::var("SHAPE_STEPS").map_or(true, |s| s != "0");
+    for (name, _, text) in inputs.iter().filter(|_| steps) {
         breakdown(name, text, &enc);
     }
     let _ = std::fs::remove_dir_all(dir);
@@ -175,9 +180,23 @@ fn breakdown(name: &str, text: &str, enc: &Encoding) {
         compact.len()
     });
     println!("| rendering ({} bytes) | {:.1} |", compact.len(), t * 1e3);
+    let (t, n) = secs(|| bpe_openai::cl100k_base().count(compact.as_str()));
+    println!(
+        "| count tokens of the whole ({n}), bpe-openai's count | {:.1} |",
+        t * 1e3
+    );
+    let (t, n) = std::thread::scope(|s| {
+        s.spawn(|| secs(|| enc.count(&compact)))
+            .join()
+            .unwrap_or_default()
+    });
+    println!(
+        "| count tokens of the whole ({n}), memoized, on a new thread | {:.1} |",
+        t * 1e3
+    );
     let (t, n) = secs(|| enc.count(&compact));
     println!(
-        "| count tokens of the whole ({n}), one thread | {:.1} |",
+        "| count tokens of the whole ({n}), memoized, again | {:.1} |",
         t * 1e3
     );
     let (t, _) = secs(|| enc.count_till_limit(&compact, 10_001).unwrap_or(0));

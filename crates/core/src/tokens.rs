@@ -11,6 +11,8 @@
 
 use std::fmt;
 use std::str::FromStr;
+
+mod memo;
 #[cfg(feature = "hf-tokenizer")]
 use std::sync::Arc;
 
@@ -202,11 +204,47 @@ impl Encoding {
         }
     }
 
+    /// Whether the count of `text` is the count of `text[..at]` plus the count of
+    /// `text[at..]` (tokens), for this encoding: then a long text can be counted once by
+    /// segments and any prefix ending past `at` recounted only from `at`.
+    ///
+    /// True for the OpenAI encodings at a line start whose line begins with a character that
+    /// is not whitespace and not `/`, or with spaces/tabs followed by such a character: BPE
+    /// runs inside each pre-tokenizer piece, and no piece of the tiktoken split crosses such a
+    /// point (the only pieces that take in a `\n` are whitespace runs ending in newlines,
+    /// punctuation followed by newlines or, in `o200k_base`, by `/`, and a trailing whitespace
+    /// run; `tests/tokens_additive.rs` checks the rule against the library on random texts).
+    /// False for every other encoding (`chars4` rounds up, a HuggingFace tokenizer promises
+    /// nothing) and every other position.
+    pub fn additive_at(&self, text: &str, at: usize) -> bool {
+        if !matches!(self, Encoding::Cl100kBase | Encoding::O200kBase) {
+            return false;
+        }
+        let bytes = text.as_bytes();
+        if at == 0 || at >= bytes.len() || bytes[at - 1] != b'\n' {
+            return false;
+        }
+        for c in text[at..].chars() {
+            match c {
+                '\r' | '\n' => return false,
+                c if c.is_whitespace() => continue,
+                '/' => return false,
+                _ => return true,
+            }
+        }
+        false
+    }
+
     /// The number of tokens of `text` in this encoding.
+    ///
+    /// The OpenAI encodings count through a per-thread memo of pre-tokenizer pieces (see
+    /// `tokens/memo.rs`): exactly `bpe_openai`'s count, computed once per distinct piece.
     pub fn count(&self, text: &str) -> usize {
         match self {
-            Encoding::Cl100kBase => bpe_openai::cl100k_base().count(text),
-            Encoding::O200kBase => bpe_openai::o200k_base().count(text),
+            Encoding::Cl100kBase => {
+                memo::count(bpe_openai::cl100k_base(), memo::Which::Cl100k, text)
+            }
+            Encoding::O200kBase => memo::count(bpe_openai::o200k_base(), memo::Which::O200k, text),
             Encoding::Chars4 => text.chars().count().div_ceil(4),
             Encoding::Bytes => text.len(),
             #[cfg(feature = "hf-tokenizer")]
@@ -223,12 +261,10 @@ impl Encoding {
     pub fn count_till_limit(&self, text: &str, limit: usize) -> Option<usize> {
         match self {
             Encoding::Cl100kBase => {
-                let t = bpe_openai::cl100k_base();
-                t.count_till_limit(&t.normalize(text), limit)
+                memo::count_till_limit(bpe_openai::cl100k_base(), memo::Which::Cl100k, text, limit)
             }
             Encoding::O200kBase => {
-                let t = bpe_openai::o200k_base();
-                t.count_till_limit(&t.normalize(text), limit)
+                memo::count_till_limit(bpe_openai::o200k_base(), memo::Which::O200k, text, limit)
             }
             Encoding::Chars4 | Encoding::Bytes => {
                 let n = self.count(text);

@@ -32,6 +32,8 @@ mod summary_props;
 mod summary_shapes;
 #[path = "table_props.rs"]
 mod table_props;
+#[path = "tokens_additive.rs"]
+mod tokens_additive;
 #[path = "tokens_equivalence.rs"]
 mod tokens_equivalence;
 #[path = "tooldefs_real.rs"]

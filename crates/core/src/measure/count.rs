@@ -1,38 +1,22 @@
-//! Counting many related texts fast, with exactly the tokenizer's counts.
+//! Counting many related texts with every encoding of a measurement.
 //!
-//! `bpe-openai` counts a text as the sum of the BPE counts of its pre-tokenizer pieces (the
-//! regex split of tiktoken). The texts of one measurement (the input, its compact form, each
-//! what-if, every leaf of the field share) share almost all their pieces, so [`Counter`] keeps
-//! a cache of piece → count per encoding and runs BPE only on pieces it has not seen. The split
-//! and the per-piece counts are the library's own (`Tokenizer::split`, `bpe.count`), summed as
-//! `Tokenizer::count` sums them: the result is the same number, only cheaper
-//! (`tests/measure_equiv.rs` checks it against tiktoken-rs). Encodings without a pre-tokenizer
-//! cache go through [`Encoding::count`].
-
-use std::cell::RefCell;
-use std::collections::HashMap;
+//! The texts of one measurement (the input, its compact form, each what-if, every leaf of the
+//! field share) share almost all their pre-tokenizer pieces; [`Encoding::count`] memoizes
+//! piece counts per thread (`tokens/memo.rs`), so they cost little after the first
+//! (`tests/measure_equiv.rs` checks the counts against tiktoken-rs).
 
 use super::report::PerEncoding;
 use crate::tokens::Encoding;
-
-/// Past this many distinct pieces per encoding the cache stops growing (bounds memory on
-/// adversarial input; counts stay exact, only slower).
-const MAX_CACHED_PIECES: usize = 1 << 20;
 
 /// Counts texts with every encoding of a measurement.
 #[derive(Debug)]
 pub(crate) struct Counter<'a> {
     encodings: &'a [Encoding],
-    /// One piece cache per encoding (unused for encodings without a pre-tokenizer).
-    caches: RefCell<Vec<HashMap<String, usize>>>,
 }
 
 impl<'a> Counter<'a> {
     pub(crate) fn new(encodings: &'a [Encoding]) -> Self {
-        Counter {
-            encodings,
-            caches: RefCell::new(vec![HashMap::new(); encodings.len()]),
-        }
+        Counter { encodings }
     }
 
     /// The encodings, in column order.
@@ -47,16 +31,7 @@ impl<'a> Counter<'a> {
 
     /// Tokens of `text` per encoding, in order.
     pub(crate) fn counts(&self, text: &str) -> Vec<usize> {
-        let mut caches = self.caches.borrow_mut();
-        self.encodings
-            .iter()
-            .zip(caches.iter_mut())
-            .map(|(e, cache)| match e {
-                Encoding::Cl100kBase => piece_count(bpe_openai::cl100k_base(), cache, text),
-                Encoding::O200kBase => piece_count(bpe_openai::o200k_base(), cache, text),
-                other => other.count(text),
-            })
-            .collect()
+        self.encodings.iter().map(|e| e.count(text)).collect()
     }
 
     /// Names the values of `counts`-shaped vectors.
@@ -90,29 +65,6 @@ impl<'a> Counter<'a> {
         let chars = text.chars().count();
         super::size_row_from(part, text.len(), chars, chars.div_ceil(4), self.count(text))
     }
-}
-
-/// `tokenizer.count(text)`, with the BPE count of each piece looked up in `cache` first.
-fn piece_count(
-    tokenizer: &bpe_openai::Tokenizer,
-    cache: &mut HashMap<String, usize>,
-    text: &str,
-) -> usize {
-    let normalized = tokenizer.normalize(text);
-    let mut total = 0;
-    for piece in tokenizer.split(normalized.as_str()) {
-        total += match cache.get(piece) {
-            Some(&n) => n,
-            None => {
-                let n = tokenizer.bpe.count(piece.as_bytes());
-                if cache.len() < MAX_CACHED_PIECES {
-                    cache.insert(piece.to_owned(), n);
-                }
-                n
-            }
-        };
-    }
-    total
 }
 
 #[cfg(test)]

@@ -129,6 +129,7 @@ use crate::tokens::Encoding;
 mod json;
 pub mod meta;
 mod path;
+mod prefix;
 mod reassemble;
 mod search;
 mod text;

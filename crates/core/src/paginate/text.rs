@@ -6,6 +6,7 @@
 //! shown) and the chosen page is verified by an exact count of its text plus its meta.
 
 use super::json::{floor_boundary, next_boundary};
+use super::prefix::Prefix;
 use super::{Page, PageInfo, Position, TextPos};
 use crate::tokens::Encoding;
 
@@ -47,8 +48,11 @@ impl TextPaging<'_> {
     pub(crate) fn page(&self, at: TextPos, meta: &mut dyn FnMut(&PageInfo<'_>) -> String) -> Page {
         let text = self.text;
         let o = at.byte;
+        // Every trial page below starts at `o`: their counts share one table.
+        let prefix = Prefix::new(text, self.enc, o);
         if o == 0
-            && let Some(tokens) = self.count_upto(text, self.budget)
+            && text.len() <= self.budget.saturating_mul(BYTES_PER_TOKEN_CAP).max(64)
+            && let Some(tokens) = prefix.tokens_upto(text.len(), self.budget)
         {
             let shown = match line_count(text) {
                 0 => "empty".to_owned(),
@@ -79,12 +83,12 @@ impl TextPaging<'_> {
         let mut limit = body_budget + body_budget / 4 + 16;
         let (best, oversized) = loop {
             let cands = self.walk(o, limit);
-            if let Some(b) = self.search(at, &cands, body_budget, total, meta) {
+            if let Some(b) = self.search(&prefix, at, &cands, body_budget, total, meta) {
                 break (b, false);
             }
             if limit <= 1 {
                 // Even one character and the meta are over the budget (a huge meta text).
-                break (self.build(at, cands[0].0, total, meta), true);
+                break (self.build(&prefix, at, cands[0].0, total, meta), true);
             }
             // Estimates can be off: walk again with a smaller limit (lines get split).
             limit /= 2;
@@ -108,6 +112,7 @@ impl TextPaging<'_> {
     /// The largest candidate whose page fits the budget, by binary search from the estimate.
     fn search(
         &self,
+        prefix: &Prefix<'_>,
         at: TextPos,
         cands: &[(usize, usize)],
         body_budget: usize,
@@ -120,7 +125,7 @@ impl TextPaging<'_> {
             self.budget,
             body_budget,
             |i| {
-                let b = self.build(at, cands[i].0, total, meta);
+                let b = self.build(prefix, at, cands[i].0, total, meta);
                 let (tokens, meta_tokens) = (b.tokens, b.meta_tokens);
                 (b, tokens, meta_tokens)
             },
@@ -200,6 +205,7 @@ impl TextPaging<'_> {
 
     fn build(
         &self,
+        prefix: &Prefix<'_>,
         at: TextPos,
         end: usize,
         total: u64,
@@ -215,8 +221,8 @@ impl TextPaging<'_> {
         });
         let meta_tokens = self.enc.count(&m);
         // One exact count (see `json::JsonPaging::build`: stopping at the room left would
-        // only count a page over it twice).
-        let tokens = self.enc.count(body) + meta_tokens;
+        // only count a page over it twice), from the segments `prefix` already counted.
+        let tokens = prefix.tokens(end) + meta_tokens;
         Built {
             end,
             meta: m,

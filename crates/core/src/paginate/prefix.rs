@@ -1,0 +1,168 @@
+//! Exact token counts of every prefix of a text from one start, each segment counted once.
+//!
+//! Paging a text tries several page ends and counts each trial page exactly. Counted afresh,
+//! every trial costs a whole page of tokenizing (a budget of 10,000 tokens is ~40 KB), and a
+//! page takes three to six trials. Where the encoding's count is additive
+//! ([`Encoding::additive_at`]: at most line starts of logs, diffs and code), the count of
+//! `text[start..end]` is the sum of the counts of the segments between such points, so
+//! [`Prefix`] counts the text segment by segment (segments of about [`SEGMENT_BYTES`]), keeps
+//! the running totals, and counts a trial as the total at the last point before its end plus
+//! the few bytes after it. The numbers are the same as one count of the whole prefix.
+
+use std::cell::{Cell, RefCell};
+
+use crate::tokens::Encoding;
+
+/// Segments end at the first additive point at least this many bytes after the previous one.
+pub(crate) const SEGMENT_BYTES: usize = 2048;
+
+/// Counts of `text[start..end]` for any `end` (tokens).
+pub(crate) struct Prefix<'a> {
+    text: &'a str,
+    enc: &'a Encoding,
+    start: usize,
+    /// Additive points after `start`, increasing, each with the tokens of `text[start..point]`.
+    cuts: RefCell<Vec<(usize, usize)>>,
+    /// No additive point lies in `(last cut + SEGMENT_BYTES, scanned)`: where the search for the
+    /// next one resumes.
+    scanned: Cell<usize>,
+}
+
+impl<'a> Prefix<'a> {
+    /// Counts from `start` (a char boundary of `text`).
+    pub(crate) fn new(text: &'a str, enc: &'a Encoding, start: usize) -> Self {
+        Prefix {
+            text,
+            enc,
+            start,
+            cuts: RefCell::new(Vec::new()),
+            scanned: Cell::new(start),
+        }
+    }
+
+    /// The last additive point at or before `end` (or `start`) and the tokens before it,
+    /// counting new segments up to `end`; with `limit`, stops once the running total passes it
+    /// (then the total is returned as it is, over `limit`).
+    fn cut_before(&self, end: usize, limit: usize) -> (usize, usize) {
+        let mut cuts = self.cuts.borrow_mut();
+        let (mut last, mut total) = cuts.last().copied().unwrap_or((self.start, 0));
+        if end <= last {
+            let i = cuts.partition_point(|&(p, _)| p <= end);
+            return match i {
+                0 => (self.start, 0),
+                i => cuts[i - 1],
+            };
+        }
+        let bytes = self.text.as_bytes();
+        while total <= limit {
+            let from = self.scanned.get().max(last + SEGMENT_BYTES);
+            if from > end {
+                break;
+            }
+            // The next line start at or after `from` (a point follows a `\n`).
+            let mut i = from.max(1) - 1;
+            let found = loop {
+                match bytes[i..end].iter().position(|&b| b == b'\n') {
+                    Some(k) if self.enc.additive_at(self.text, i + k + 1) => break Some(i + k + 1),
+                    Some(k) => i += k + 1,
+                    None => break None,
+                }
+            };
+            let Some(next) = found else {
+                self.scanned.set(end);
+                break;
+            };
+            total += self.enc.count(&self.text[last..next]);
+            last = next;
+            cuts.push((last, total));
+            self.scanned.set(last);
+        }
+        (last, total)
+    }
+
+    /// Tokens of `text[start..end]` (`end` a char boundary, at least `start`).
+    pub(crate) fn tokens(&self, end: usize) -> usize {
+        let (cut, before) = self.cut_before(end, usize::MAX);
+        before + self.enc.count(&self.text[cut..end])
+    }
+
+    /// Tokens of `text[start..end]` when at most `limit`, else `None`; stops counting once
+    /// past it.
+    pub(crate) fn tokens_upto(&self, end: usize, limit: usize) -> Option<usize> {
+        let (cut, before) = self.cut_before(end, limit);
+        let rest = self
+            .enc
+            .count_till_limit(&self.text[cut..end], limit.checked_sub(before)?)?;
+        Some(before + rest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(n: usize) -> String {
+        (0..n)
+            .map(|i| format!("commit {i:040x}\nAuthor: Dev {i} <dev{i}@example.com>\n\n    fix: thing {i}\n\n"))
+            .collect()
+    }
+
+    #[test]
+    fn every_prefix_counts_as_the_whole_prefix() {
+        let enc = Encoding::Cl100kBase;
+        let text = log(120);
+        for start in [0, 1, 57, 4000] {
+            let p = Prefix::new(&text, &enc, start);
+            // Out of order on purpose: the table fills in jumps and is read backwards.
+            for end in [
+                text.len(),
+                start,
+                start + 3,
+                9000,
+                2048,
+                7000,
+                text.len() - 1,
+            ] {
+                if end < start || !text.is_char_boundary(end) {
+                    continue;
+                }
+                assert_eq!(
+                    p.tokens(end),
+                    enc.count(&text[start..end]),
+                    "{start}..{end}"
+                );
+            }
+            assert!(!p.cuts.borrow().is_empty() || start > 0);
+        }
+    }
+
+    #[test]
+    fn counts_up_to_a_limit_agree() {
+        let enc = Encoding::Cl100kBase;
+        let text = log(80);
+        let whole = enc.count(&text);
+        for limit in [0, 10, 500, whole - 1, whole, whole + 1] {
+            let p = Prefix::new(&text, &enc, 0);
+            let want = (whole <= limit).then_some(whole);
+            assert_eq!(p.tokens_upto(text.len(), limit), want, "limit {limit}");
+            // The table filled on the way serves exact counts after.
+            assert_eq!(p.tokens(text.len()), whole);
+        }
+    }
+
+    #[test]
+    fn a_text_without_additive_points_is_counted_whole() {
+        let enc = Encoding::Cl100kBase;
+        // One long line: no line start to cut at.
+        let text = "word, ".repeat(2000);
+        let p = Prefix::new(&text, &enc, 0);
+        assert_eq!(p.tokens(text.len()), enc.count(&text));
+        assert!(p.cuts.borrow().is_empty());
+        // An encoding that is never additive.
+        let text = "a\nb\n".repeat(2000);
+        let enc = Encoding::Chars4;
+        let p = Prefix::new(&text, &enc, 0);
+        assert_eq!(p.tokens(text.len()), enc.count(&text));
+        assert!(p.cuts.borrow().is_empty());
+    }
+}
