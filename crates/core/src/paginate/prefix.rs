@@ -40,44 +40,66 @@ impl<'a> Prefix<'a> {
         }
     }
 
+    /// Counts the segment after the last cut, up to the first additive point at least
+    /// [`SEGMENT_BYTES`] on and at most `end`, and records it. `false` when there is none.
+    fn extend(&self, cuts: &mut Vec<(usize, usize)>, end: usize) -> bool {
+        let (last, total) = cuts.last().copied().unwrap_or((self.start, 0));
+        let from = self.scanned.get().max(last + SEGMENT_BYTES);
+        if from > end {
+            return false;
+        }
+        // The next line start at or after `from` (a point follows a `\n`).
+        let bytes = self.text.as_bytes();
+        let mut i = from.max(1) - 1;
+        let found = loop {
+            match bytes[i..end].iter().position(|&b| b == b'\n') {
+                Some(k) if self.enc.additive_at(self.text, i + k + 1) => break Some(i + k + 1),
+                Some(k) => i += k + 1,
+                None => break None,
+            }
+        };
+        let Some(next) = found else {
+            self.scanned.set(end);
+            return false;
+        };
+        cuts.push((next, total + self.enc.count(&self.text[last..next])));
+        self.scanned.set(next);
+        true
+    }
+
     /// The last additive point at or before `end` (or `start`) and the tokens before it,
     /// counting new segments up to `end`; with `limit`, stops once the running total passes it
     /// (then the total is returned as it is, over `limit`).
     fn cut_before(&self, end: usize, limit: usize) -> (usize, usize) {
         let mut cuts = self.cuts.borrow_mut();
-        let (mut last, mut total) = cuts.last().copied().unwrap_or((self.start, 0));
-        if end <= last {
+        let last = cuts.last().copied().unwrap_or((self.start, 0));
+        if end <= last.0 {
             let i = cuts.partition_point(|&(p, _)| p <= end);
             return match i {
                 0 => (self.start, 0),
                 i => cuts[i - 1],
             };
         }
-        let bytes = self.text.as_bytes();
-        while total <= limit {
-            let from = self.scanned.get().max(last + SEGMENT_BYTES);
-            if from > end {
-                break;
-            }
-            // The next line start at or after `from` (a point follows a `\n`).
-            let mut i = from.max(1) - 1;
-            let found = loop {
-                match bytes[i..end].iter().position(|&b| b == b'\n') {
-                    Some(k) if self.enc.additive_at(self.text, i + k + 1) => break Some(i + k + 1),
-                    Some(k) => i += k + 1,
-                    None => break None,
-                }
-            };
-            let Some(next) = found else {
-                self.scanned.set(end);
-                break;
-            };
-            total += self.enc.count(&self.text[last..next]);
-            last = next;
-            cuts.push((last, total));
-            self.scanned.set(last);
+        let mut last = last;
+        while last.1 <= limit && self.extend(&mut cuts, end) {
+            last = cuts.last().copied().unwrap_or(last);
         }
-        (last, total)
+        last
+    }
+
+    /// The first additive point after `at` and the tokens of `text[start..point]`, counting
+    /// one more segment when needed; `None` past the last one. Exact segment counts only when
+    /// `at` is `start` or an earlier answer of this method.
+    pub(crate) fn segment_after(&self, at: usize) -> Option<(usize, usize)> {
+        let mut cuts = self.cuts.borrow_mut();
+        let i = cuts.partition_point(|&(p, _)| p <= at);
+        if let Some(&c) = cuts.get(i) {
+            return Some(c);
+        }
+        (self.extend(&mut cuts, self.text.len()))
+            .then(|| cuts.last().copied())
+            .flatten()
+            .filter(|&(p, _)| p > at)
     }
 
     /// Tokens of `text[start..end]` (`end` a char boundary, at least `start`).
@@ -134,6 +156,27 @@ mod tests {
             }
             assert!(!p.cuts.borrow().is_empty() || start > 0);
         }
+    }
+
+    #[test]
+    fn segments_follow_each_other_with_exact_totals() {
+        let enc = Encoding::Cl100kBase;
+        let text = log(60);
+        let p = Prefix::new(&text, &enc, 0);
+        let mut at = 0;
+        let mut n = 0;
+        while let Some((end, total)) = p.segment_after(at) {
+            assert!(end > at && end >= SEGMENT_BYTES * (n + 1));
+            assert_eq!(total, enc.count(&text[..end]));
+            at = end;
+            n += 1;
+        }
+        assert!(n >= 2, "{n} segments");
+        // Asking again reads the table.
+        assert_eq!(
+            p.segment_after(0).map(|c| c.0),
+            p.cuts.borrow().first().map(|c| c.0)
+        );
     }
 
     #[test]

@@ -82,7 +82,7 @@ impl TextPaging<'_> {
         let body_budget = self.budget.saturating_sub(meta_est).max(1);
         let mut limit = body_budget + body_budget / 4 + 16;
         let (best, oversized) = loop {
-            let cands = self.walk(o, limit);
+            let cands = self.walk(&prefix, o, limit);
             if let Some(b) = self.search(&prefix, at, &cands, body_budget, total, meta) {
                 break (b, false);
             }
@@ -134,13 +134,33 @@ impl TextPaging<'_> {
 
     /// Candidate ends (byte offsets) after `o` with estimated tokens: after each line, or
     /// inside the first line when it alone does not fit. Never empty.
-    fn walk(&self, o: usize, limit: usize) -> Vec<(usize, usize)> {
+    ///
+    /// While the lines run from one segment of `prefix` to the next, the segments' exact
+    /// counts (which the trial pages reuse) stand in for the chunk counts.
+    fn walk(&self, prefix: &Prefix<'_>, o: usize, limit: usize) -> Vec<(usize, usize)> {
         let text = self.text;
         let mut cands = Vec::new();
         let mut at = o;
         let mut est = 0;
+        // `at` is `o` or a segment end of `prefix` (so `est` is its exact count).
+        let mut aligned = true;
         while at < text.len() && est <= limit {
             let remaining = limit - est;
+            if aligned
+                && let Some((end, total)) = prefix.segment_after(at)
+                && total - est <= remaining
+            {
+                let (c, span) = (total - est, end - at);
+                let mut e = at;
+                while e < end {
+                    e = text[e..end].find('\n').map_or(end, |i| e + i + 1);
+                    cands.push((e, est + c * (e - at) / span));
+                }
+                est = total;
+                at = end;
+                continue;
+            }
+            aligned = false;
             // Whole lines in chunks of about CHUNK_BYTES, counted at once (one tokenizer call
             // per chunk, not per line); a chunk's tokens are spread over its lines by bytes.
             let mut ends = Vec::new();
