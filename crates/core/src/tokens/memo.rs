@@ -6,13 +6,14 @@
 //! of punctuation, a run of whitespace). JSON and logs repeat the same few thousand pieces
 //! (`":"`, `","`, ` "`, keys, common words) millions of times, and the BPE of one piece costs
 //! an allocation and a backtracking search. This module keeps, per thread and per encoding, a
-//! table piece → count for pieces of at most [`MEMO_PIECE_BYTES`] bytes and runs BPE only on
+//! table piece → count for pieces of at most [`LONG_PIECE_BYTES`] bytes and runs BPE only on
 //! pieces it has not seen. The split and the per-piece counts are the library's own
 //! (`Tokenizer::split`, `bpe.count`), summed as `Tokenizer::count` sums them: the result is
 //! the same number (`tests/tokens_memo.rs` checks it on random and real texts).
 //!
-//! Memory: at most [`MEMO_ENTRIES`] pieces per encoding per thread (about 1.5 MiB); a full
-//! table is cleared and refilled, so adversarial input costs time, never memory.
+//! Memory: at most [`MEMO_ENTRIES`] short pieces (about 1.5 MiB) and [`LONG_TABLE_BYTES`] of
+//! longer ones per encoding per thread; a full table is cleared and refilled, so adversarial
+//! input costs time, never memory.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -21,18 +22,69 @@ use std::hash::BuildHasherDefault;
 use bpe_openai::Tokenizer;
 use rustc_hash::FxHasher;
 
-/// Pieces of at most this many bytes (UTF-8) are memoized; longer ones (long words, runs of
-/// whitespace) are counted by BPE each time.
+/// Pieces of at most this many bytes (UTF-8) are memoized with an inline key.
 pub(crate) const MEMO_PIECE_BYTES: usize = 31;
 
-/// Entries per encoding and thread before the table is cleared.
+/// Entries of short pieces per encoding and thread before that table is cleared.
 pub(crate) const MEMO_ENTRIES: usize = 1 << 15;
+
+/// Longer pieces (long words, identifiers, whitespace runs) up to this many bytes are
+/// memoized too, with an allocated key; longer ones are counted by BPE each time.
+pub(crate) const LONG_PIECE_BYTES: usize = 1024;
+
+/// Bytes of long keys per encoding and thread before that table is cleared.
+pub(crate) const LONG_TABLE_BYTES: usize = 1 << 20;
 
 /// A piece of at most [`MEMO_PIECE_BYTES`] bytes, zero-padded, its length in the last byte
 /// (no allocation per entry).
 type Key = [u8; MEMO_PIECE_BYTES + 1];
 
-type Table = HashMap<Key, u32, BuildHasherDefault<FxHasher>>;
+type Hasher = BuildHasherDefault<FxHasher>;
+
+/// The memo of one encoding on one thread.
+#[derive(Default)]
+struct Memo {
+    short: HashMap<Key, u32, Hasher>,
+    long: HashMap<Box<[u8]>, u32, Hasher>,
+    long_bytes: usize,
+}
+
+impl Memo {
+    /// The BPE count of `piece`, from the memo when it was seen; `None` for a piece too long
+    /// to memoize.
+    fn piece(&mut self, tokenizer: &Tokenizer, piece: &[u8]) -> Option<usize> {
+        let n = piece.len();
+        if n <= MEMO_PIECE_BYTES {
+            let mut key = [0u8; MEMO_PIECE_BYTES + 1];
+            key[..n].copy_from_slice(piece);
+            key[MEMO_PIECE_BYTES] = n as u8;
+            if let Some(&c) = self.short.get(&key) {
+                return Some(c as usize);
+            }
+            let c = tokenizer.bpe.count(piece);
+            if self.short.len() >= MEMO_ENTRIES {
+                self.short.clear();
+            }
+            self.short.insert(key, u32::try_from(c).unwrap_or(u32::MAX));
+            return Some(c);
+        }
+        if n > LONG_PIECE_BYTES {
+            return None;
+        }
+        if let Some(&c) = self.long.get(piece) {
+            return Some(c as usize);
+        }
+        let c = tokenizer.bpe.count(piece);
+        if self.long_bytes + n > LONG_TABLE_BYTES {
+            self.long.clear();
+            self.long_bytes = 0;
+        }
+        self.long
+            .insert(piece.into(), u32::try_from(c).unwrap_or(u32::MAX));
+        self.long_bytes += n;
+        Some(c)
+    }
+}
 
 /// Which memo table: one per BPE encoding with a pre-tokenizer.
 #[derive(Debug, Clone, Copy)]
@@ -42,46 +94,20 @@ pub(crate) enum Which {
 }
 
 thread_local! {
-    static TABLES: RefCell<[Table; 2]> = RefCell::new([Table::default(), Table::default()]);
-}
-
-fn key_of(piece: &[u8]) -> Option<Key> {
-    let n = piece.len();
-    if n > MEMO_PIECE_BYTES {
-        return None;
-    }
-    let mut key = [0u8; MEMO_PIECE_BYTES + 1];
-    key[..n].copy_from_slice(piece);
-    key[MEMO_PIECE_BYTES] = n as u8;
-    Some(key)
-}
-
-/// The BPE count of one memoizable `piece`.
-fn piece_count(table: &mut Table, tokenizer: &Tokenizer, key: Key, piece: &[u8]) -> usize {
-    if let Some(&n) = table.get(&key) {
-        return n as usize;
-    }
-    let n = tokenizer.bpe.count(piece);
-    if table.len() >= MEMO_ENTRIES {
-        table.clear();
-    }
-    table.insert(key, u32::try_from(n).unwrap_or(u32::MAX));
-    n
+    static TABLES: RefCell<[Memo; 2]> = RefCell::new([Memo::default(), Memo::default()]);
 }
 
 /// `tokenizer.count(text)` (tokens), with the memo of `which`.
 pub(crate) fn count(tokenizer: &Tokenizer, which: Which, text: &str) -> usize {
     let normalized = tokenizer.normalize(text);
     TABLES.with_borrow_mut(|tables| {
-        let table = &mut tables[which as usize];
+        let memo = &mut tables[which as usize];
         tokenizer
             .split(normalized.as_str())
             .map(|piece| {
                 let bytes = piece.as_bytes();
-                match key_of(bytes) {
-                    Some(key) => piece_count(table, tokenizer, key, bytes),
-                    None => tokenizer.bpe.count(bytes),
-                }
+                memo.piece(tokenizer, bytes)
+                    .unwrap_or_else(|| tokenizer.bpe.count(bytes))
             })
             .sum()
     })
@@ -97,13 +123,13 @@ pub(crate) fn count_till_limit(
 ) -> Option<usize> {
     let normalized = tokenizer.normalize(text);
     TABLES.with_borrow_mut(|tables| {
-        let table = &mut tables[which as usize];
+        let memo = &mut tables[which as usize];
         let mut consumed = 0usize;
         for piece in tokenizer.split(normalized.as_str()) {
             let bytes = piece.as_bytes();
             let remaining = limit - consumed;
-            let n = match key_of(bytes) {
-                Some(key) => piece_count(table, tokenizer, key, bytes),
+            let n = match memo.piece(tokenizer, bytes) {
+                Some(n) => n,
                 None => tokenizer.bpe.count_till_limit(bytes, remaining)?,
             };
             if n > remaining {
@@ -120,22 +146,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_tell_pieces_apart_by_length() {
+    fn pieces_are_told_apart_by_length_and_long_ones_are_memoized() {
+        let tok = bpe_openai::cl100k_base();
+        let mut m = Memo::default();
         // A piece and the same piece with trailing NULs must not share a key.
-        assert_ne!(key_of(b"a"), key_of(b"a\0"));
-        assert!(key_of(&[b'x'; MEMO_PIECE_BYTES]).is_some());
-        assert!(key_of(&[b'x'; MEMO_PIECE_BYTES + 1]).is_none());
+        assert_eq!(m.piece(tok, b"a"), Some(tok.bpe.count(b"a")));
+        assert_eq!(m.piece(tok, b"a\0"), Some(tok.bpe.count(b"a\0")));
+        let long = [b'x'; 200];
+        assert_eq!(m.piece(tok, &long), Some(tok.bpe.count(&long)));
+        assert_eq!(m.long.len(), 1);
+        assert_eq!(m.piece(tok, &long), Some(tok.bpe.count(&long)));
+        assert_eq!(m.piece(tok, &[b'x'; LONG_PIECE_BYTES + 1]), None);
     }
 
     #[test]
-    fn a_full_table_is_cleared_and_counts_stay_exact() {
+    fn full_tables_are_cleared_and_counts_stay_exact() {
         let tok = bpe_openai::cl100k_base();
-        // More distinct short pieces than the table holds.
-        let text: String = (0..MEMO_ENTRIES + 100)
+        // More distinct short pieces than the table holds, and long ones past its bytes.
+        let mut text: String = (0..MEMO_ENTRIES + 100)
             .map(|i| format!(" w{i:x}q"))
             .collect();
+        for i in 0..(LONG_TABLE_BYTES / 500 + 10) {
+            text.push_str(&format!(" {}{i}", "y".repeat(500)));
+        }
         assert_eq!(count(tok, Which::Cl100k, &text), tok.count(text.as_str()));
-        TABLES.with_borrow(|t| assert!(t[0].len() <= MEMO_ENTRIES));
+        TABLES.with_borrow(|t| {
+            assert!(t[0].short.len() <= MEMO_ENTRIES);
+            assert!(t[0].long_bytes <= LONG_TABLE_BYTES);
+        });
         assert_eq!(count(tok, Which::Cl100k, &text), tok.count(text.as_str()));
     }
 }
