@@ -60,7 +60,9 @@ impl FromStr for LogFormat {
     }
 }
 
-fn debug_on() -> bool {
+/// Whether debug lines are written (`MCP_BUDGET_DEBUG` set): lets a hot path skip the work
+/// of a debug line's arguments.
+pub(crate) fn debug_on() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("MCP_BUDGET_DEBUG").is_some())
 }

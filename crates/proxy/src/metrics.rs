@@ -15,7 +15,8 @@
 //!   shared store's commands (`put`, `get`, `save`) that failed or timed out, and how long each
 //!   took, in seconds.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use mcp_budget_core::wire::Outcome;
@@ -44,6 +45,32 @@ pub struct Metrics {
     store_errors: Family<Labels, Counter>,
     store_seconds: Family<Labels, Histogram, fn() -> Histogram>,
     replica_cache: Family<Labels, Counter>,
+    /// The counters of each tool seen, so that a result costs one map lookup instead of four
+    /// family lookups (each allocating and hashing its labels): the relay counts every call.
+    tools: RwLock<HashMap<String, Arc<ToolCounters>>>,
+}
+
+/// Handles on one tool's counters (a handle shares its value with the family's). Those a
+/// result of that tool always touches are made with the entry; the others on first use, so
+/// the rendered text is the same as without the cache (no zero series).
+struct ToolCounters {
+    bytes_before: Counter,
+    bytes_after: Counter,
+    tokens_after: Counter,
+    /// `calls{tool,outcome}`, indexed by [`outcome_index`].
+    calls: [OnceLock<Counter>; 6],
+    pages: OnceLock<Counter>,
+}
+
+fn outcome_index(o: Outcome) -> usize {
+    match o {
+        Outcome::Fit => 0,
+        Outcome::Compacted => 1,
+        Outcome::Paged => 2,
+        Outcome::Elided => 3,
+        Outcome::Offloaded => 4,
+        Outcome::Error => 5,
+    }
 }
 
 impl std::fmt::Debug for Metrics {
@@ -64,6 +91,10 @@ pub fn render() -> String {
     // Writing to a String does not fail.
     let _ = encode(&mut out, &global().registry);
     out
+}
+
+fn tool_labels(tool: &str) -> Labels {
+    vec![("tool", tool.to_owned())]
 }
 
 fn outcome_name(o: Outcome) -> &'static str {
@@ -91,6 +122,7 @@ impl Metrics {
             store_seconds: Family::new_with_constructor(new_histogram),
             replica_cache: Family::default(),
             registry: Registry::default(),
+            tools: RwLock::default(),
         };
         registry.register("calls", "Tool calls shaped or answered", m.calls.clone());
         registry.register(
@@ -146,16 +178,49 @@ impl Metrics {
         bytes_after: u64,
         tokens_after: u64,
     ) {
-        let t: Labels = vec![("tool", tool.to_owned())];
-        let mut with_outcome = t.clone();
-        with_outcome.push(("outcome", outcome_name(outcome).to_owned()));
-        self.calls.get_or_create(&with_outcome).inc();
-        self.bytes_before.get_or_create(&t).inc_by(bytes_before);
-        self.bytes_after.get_or_create(&t).inc_by(bytes_after);
-        self.tokens_after.get_or_create(&t).inc_by(tokens_after);
+        let counters = self.tool_counters(tool);
+        counters.calls[outcome_index(outcome)]
+            .get_or_init(|| {
+                let labels: Labels = vec![
+                    ("tool", tool.to_owned()),
+                    ("outcome", outcome_name(outcome).to_owned()),
+                ];
+                self.calls.get_or_create(&labels).clone()
+            })
+            .inc();
+        counters.bytes_before.inc_by(bytes_before);
+        counters.bytes_after.inc_by(bytes_after);
+        counters.tokens_after.inc_by(tokens_after);
         if outcome == Outcome::Paged {
-            self.pages.get_or_create(&t).inc();
+            counters
+                .pages
+                .get_or_init(|| self.pages.get_or_create(&tool_labels(tool)).clone())
+                .inc();
         }
+    }
+
+    /// The cached counters of `tool`, made on its first result.
+    fn tool_counters(&self, tool: &str) -> Arc<ToolCounters> {
+        if let Some(c) = self
+            .tools
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tool)
+        {
+            return Arc::clone(c);
+        }
+        let mut tools = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        let c = tools.entry(tool.to_owned()).or_insert_with(|| {
+            let t = tool_labels(tool);
+            Arc::new(ToolCounters {
+                bytes_before: self.bytes_before.get_or_create(&t).clone(),
+                bytes_after: self.bytes_after.get_or_create(&t).clone(),
+                tokens_after: self.tokens_after.get_or_create(&t).clone(),
+                calls: Default::default(),
+                pages: OnceLock::new(),
+            })
+        });
+        Arc::clone(c)
     }
 
     /// One lookup in the response store: `hit`, `unknown`, `expired` or `unavailable`.
@@ -206,5 +271,34 @@ mod tests {
         assert!(text.contains(r#"mcp_budget_store_errors_total{op="get"}"#));
         assert!(text.contains("mcp_budget_store_seconds_bucket"));
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn cached_counters_add_up_and_make_no_empty_series() {
+        let m = Metrics::new();
+        for _ in 0..3 {
+            m.result("cached", Outcome::Fit, 10, 5, 2);
+        }
+        m.result("cached", Outcome::Paged, 100, 40, 9);
+        m.result("fits_only", Outcome::Fit, 1, 1, 1);
+        let mut text = String::new();
+        assert!(encode(&mut text, &m.registry).is_ok());
+        for line in [
+            r#"mcp_budget_calls_total{tool="cached",outcome="fit"} 3"#,
+            r#"mcp_budget_calls_total{tool="cached",outcome="paged"} 1"#,
+            r#"mcp_budget_bytes_before_total{tool="cached"} 130"#,
+            r#"mcp_budget_bytes_after_total{tool="cached"} 55"#,
+            r#"mcp_budget_tokens_after_total{tool="cached"} 15"#,
+            r#"mcp_budget_pages_served_total{tool="cached"} 1"#,
+            r#"mcp_budget_calls_total{tool="fits_only",outcome="fit"} 1"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in {text}");
+        }
+        // Only what happened is rendered: no paged series for a tool that never paged.
+        assert!(
+            !text.contains(r#"pages_served_total{tool="fits_only"}"#),
+            "{text}"
+        );
+        assert!(!text.contains(r#"outcome="error""#), "{text}");
     }
 }

@@ -249,12 +249,13 @@ async fn relay_line(
     };
 
     let key = route::id_key(raw_id);
+    let now = Instant::now();
     let entry = Entry {
         raw_id: raw_id.into(),
         method: method.to_owned(),
         track,
-        sent_at: Instant::now(),
-        last_heard: Instant::now(),
+        sent_at: now,
+        last_heard: now,
         progress_token,
         cancelled: false,
     };
@@ -276,7 +277,7 @@ async fn relay_line(
             return;
         }
     }
-    if tracked {
+    if tracked && log::debug_on() {
         log::debug(format_args!("{method} {} forwarded", log::preview(raw_id)));
     }
     if !server.send(line).await {

@@ -16,6 +16,12 @@ pub(crate) fn debug(args: fmt::Arguments<'_>) {
     crate::logging::debug(args);
 }
 
+/// Whether [`debug`] writes anything: the arguments of a debug line on the hot path are
+/// computed only then.
+pub(crate) fn debug_on() -> bool {
+    crate::logging::debug_on()
+}
+
 /// The first bytes of a line (at most 120), lossily decoded, for a log message.
 pub(crate) fn preview(line: &[u8]) -> String {
     const MAX: usize = 120;
