@@ -259,6 +259,22 @@ impl Encoding {
     /// least one byte), and a longer one stops early once the limit is passed. A HuggingFace
     /// tokenizer has no early exit: it counts the whole text.
     pub fn count_till_limit(&self, text: &str, limit: usize) -> Option<usize> {
+        self.count_till_limit_sampled(text, limit).ok()
+    }
+
+    /// [`Encoding::count_till_limit`] that says, when `text` is over `limit`, how far it got:
+    /// `Err((tokens, bytes))`: the tokens of the pre-tokenizer pieces counted before the one that
+    /// went past the limit, and the bytes they cover (a sample for an estimate of the whole at no
+    /// extra cost; `(0, 0)` when nothing was counted before the limit was passed; for the
+    /// encodings without an early exit, the whole text).
+    ///
+    /// # Errors
+    /// `Err` exactly when the count of `text` is over `limit`.
+    pub fn count_till_limit_sampled(
+        &self,
+        text: &str,
+        limit: usize,
+    ) -> Result<usize, (usize, usize)> {
         match self {
             Encoding::Cl100kBase => {
                 memo::count_till_limit(bpe_openai::cl100k_base(), memo::Which::Cl100k, text, limit)
@@ -266,14 +282,13 @@ impl Encoding {
             Encoding::O200kBase => {
                 memo::count_till_limit(bpe_openai::o200k_base(), memo::Which::O200k, text, limit)
             }
-            Encoding::Chars4 | Encoding::Bytes => {
+            _ => {
                 let n = self.count(text);
-                (n <= limit).then_some(n)
-            }
-            #[cfg(feature = "hf-tokenizer")]
-            Encoding::HuggingFace(_) => {
-                let n = self.count(text);
-                (n <= limit).then_some(n)
+                if n <= limit {
+                    Ok(n)
+                } else {
+                    Err((n, text.len()))
+                }
             }
         }
     }
@@ -318,6 +333,9 @@ mod tests {
             let e = Encoding::Cl100kBase;
             assert_eq!(e.count_till_limit(text, cl), Some(cl));
             assert_eq!(e.count_till_limit(text, cl - 1), None);
+            // Over the limit: how far the count got (the pieces before the one past it).
+            let (t, b) = e.count_till_limit_sampled(text, cl - 1).unwrap_err();
+            assert!(t < cl && b < text.len() && (t == 0) == (b == 0), "{text:?}");
             assert!(e.fits(text, cl));
             assert!(!e.fits(text, cl - 1));
         }

@@ -113,31 +113,36 @@ pub(crate) fn count(tokenizer: &Tokenizer, which: Which, text: &str) -> usize {
     })
 }
 
-/// `tokenizer.count_till_limit(text, limit)`: the count (tokens) when it is at most `limit`,
-/// else `None`, stopping at the first piece past the limit.
+/// `tokenizer.count_till_limit(text, limit)`: `Ok` with the count (tokens) when it is at most
+/// `limit`, else `Err((tokens, bytes))`: the tokens of the first `bytes` bytes of `text` (whole
+/// pieces), counted before the first piece that went past the limit.
 pub(crate) fn count_till_limit(
     tokenizer: &Tokenizer,
     which: Which,
     text: &str,
     limit: usize,
-) -> Option<usize> {
+) -> Result<usize, (usize, usize)> {
     let normalized = tokenizer.normalize(text);
     TABLES.with_borrow_mut(|tables| {
         let memo = &mut tables[which as usize];
-        let mut consumed = 0usize;
+        let (mut consumed, mut bytes) = (0usize, 0usize);
         for piece in tokenizer.split(normalized.as_str()) {
-            let bytes = piece.as_bytes();
+            let piece = piece.as_bytes();
             let remaining = limit - consumed;
-            let n = match memo.piece(tokenizer, bytes) {
+            let n = match memo.piece(tokenizer, piece) {
                 Some(n) => n,
-                None => tokenizer.bpe.count_till_limit(bytes, remaining)?,
+                None => tokenizer
+                    .bpe
+                    .count_till_limit(piece, remaining)
+                    .ok_or((consumed, bytes))?,
             };
             if n > remaining {
-                return None;
+                return Err((consumed, bytes));
             }
             consumed += n;
+            bytes += piece.len();
         }
-        Some(consumed)
+        Ok(consumed)
     })
 }
 

@@ -509,12 +509,14 @@ pub(crate) fn emit(
     let enc = &b.encoding;
     let mut rendered = Vec::with_capacity(docs.len());
     let mut doc_tokens = Vec::with_capacity(docs.len());
+    let mut samples = Vec::with_capacity(docs.len());
     for d in &docs {
         // Counted only up to the budget: a doc over it is `budget + 1` until the exact count,
         // which runs after page 1 is written (see `Entry::doc_tokens`).
-        let (text, t) = walk::doc_form_till(d, precision, enc, tables, budget);
+        let (text, t, sample) = walk::doc_form_till(d, precision, enc, tables, budget);
         rendered.push(text);
         doc_tokens.push(t);
+        samples.push(sample);
     }
     let plan = layout.iter().find_map(|slot| match slot {
         Slot::Structured(p) => Some(p.clone()),
@@ -549,7 +551,7 @@ pub(crate) fn emit(
     let n_layout_docs = docs.len();
     // What page 1's meta item will show: the exact total when every document is within the
     // budget (then counted exactly), else an estimate.
-    let estimate = walk::estimate_total(&rendered, &doc_tokens, budget, enc);
+    let estimate = walk::estimate_total(&rendered, &doc_tokens, &samples, budget, enc);
     let first_total = if doc_tokens.iter().all(|&t| t <= budget) {
         walk::Total::Exact(doc_tokens.iter().map(|&t| t as u64).sum())
     } else {
@@ -570,7 +572,7 @@ pub(crate) fn emit(
         }
     }
     let mut plan = plan;
-    let (docs, rendered, doc_tokens) = if merged {
+    let (docs, rendered, doc_tokens, samples) = if merged {
         // A budget near the floor and several documents: page them as one JSON array (texts
         // as JSON strings) in plain text items, which the core pager can always cut.
         carriers = vec![Carrier::Text(Map::new())];
@@ -578,10 +580,10 @@ pub(crate) fn emit(
             p.doc = None;
         }
         let d = Document::Json(Value::Array(docs.into_iter().map(doc_value).collect()));
-        let (text, t) = walk::doc_form_till(&d, precision, enc, tables, budget);
-        (vec![d], vec![text], vec![t])
+        let (text, t, sample) = walk::doc_form_till(&d, precision, enc, tables, budget);
+        (vec![d], vec![text], vec![t], vec![sample])
     } else {
-        (docs, rendered, doc_tokens)
+        (docs, rendered, doc_tokens, samples)
     };
     let bytes: usize = rendered.iter().map(String::len).sum();
     let budget_seed = (budget as u64).to_le_bytes();
@@ -616,7 +618,7 @@ pub(crate) fn emit(
         Err(id) => {
             // The estimate page 1 shows (the documents changed when merged into one array).
             let estimate = if merged {
-                walk::estimate_total(&rendered, &doc_tokens, budget, enc)
+                walk::estimate_total(&rendered, &doc_tokens, &samples, budget, enc)
             } else {
                 estimate
             };

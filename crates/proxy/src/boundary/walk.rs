@@ -410,15 +410,16 @@ pub(crate) fn doc_form(
 }
 
 /// [`doc_form`], counted only up to `budget`: the exact tokens when at most `budget`, else
-/// `budget + 1` ("over the budget"; [`Encoding::count_till_limit`] stops there, so a 12 MB
-/// document costs the tokenizing of about the budget's worth of text, not of all of it).
+/// `budget + 1` ("over the budget"; [`Encoding::count_till_limit_sampled`] stops there, so a
+/// 12 MB document costs the tokenizing of about the budget's worth of text, not of all of it),
+/// with, for a doc over the budget, how far that count got ([`Sample`], for the estimate).
 pub(crate) fn doc_form_till(
     doc: &Document,
     precision: u32,
     encoding: &Encoding,
     tables: bool,
     budget: usize,
-) -> (String, usize) {
+) -> (String, usize, Sample) {
     let text = if tables
         && let Some((_, text)) = TablePager::new(encoding.clone(), 0, precision).render(doc)
     {
@@ -426,38 +427,52 @@ pub(crate) fn doc_form_till(
     } else {
         doc.render(precision)
     };
-    let t = encoding
-        .count_till_limit(&text, budget)
-        .unwrap_or(budget + 1);
-    (text, t)
+    match encoding.count_till_limit_sampled(&text, budget) {
+        Ok(t) => (text, t, None),
+        Err(sample) => (text, budget + 1, Some(sample)),
+    }
 }
+
+/// For a rendering over the budget: the tokens and bytes of its start that
+/// [`doc_form_till`] counted before it passed the budget (`None`: within the budget).
+pub(crate) type Sample = Option<(usize, usize)>;
 
 /// Bytes of a doc's rendering counted to estimate its tokens (its first bytes).
 const ESTIMATE_SAMPLE_BYTES: usize = 16 * 1024;
 
 /// The estimate of a response's total tokens page 1 shows while the exact count runs: the
 /// docs within `budget` as counted (`doc_tokens`, exact), each doc over it as its bytes times
-/// the tokens per byte of its first [`ESTIMATE_SAMPLE_BYTES`], rounded to two significant
+/// the tokens per byte of the start [`doc_form_till`] counted (`samples`; when that is too
+/// short, of its first [`ESTIMATE_SAMPLE_BYTES`], counted here), rounded to two significant
 /// digits. A function of the renderings alone, so it is the same whenever computed.
 pub(crate) fn estimate_total(
     rendered: &[String],
     doc_tokens: &[usize],
+    samples: &[Sample],
     budget: usize,
     encoding: &Encoding,
 ) -> u64 {
     let sum: u64 = rendered
         .iter()
         .zip(doc_tokens)
-        .map(|(text, &t)| {
+        .enumerate()
+        .map(|(i, (text, &t))| {
             if t <= budget {
                 return t as u64;
             }
-            let mut end = text.len().min(ESTIMATE_SAMPLE_BYTES);
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            let sample = encoding.count(&text[..end]).max(1) as u128;
-            let est = sample * text.len() as u128 / end.max(1) as u128;
+            let (sample, end) = match samples.get(i).copied().flatten() {
+                Some((tokens, bytes)) if bytes >= ESTIMATE_SAMPLE_BYTES.min(text.len()) => {
+                    (tokens, bytes)
+                }
+                _ => {
+                    let mut end = text.len().min(ESTIMATE_SAMPLE_BYTES);
+                    while !text.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    (encoding.count(&text[..end]), end)
+                }
+            };
+            let est = sample.max(1) as u128 * text.len() as u128 / end.max(1) as u128;
             u64::try_from(est)
                 .unwrap_or(u64::MAX)
                 .max(budget as u64 + 1)
