@@ -205,11 +205,12 @@ impl Encoding {
     }
 
     /// Whether the count of `text` is the count of `text[..at]` plus the count of
-    /// `text[at..]` (tokens), for this encoding: then a long text can be counted once by
-    /// segments and any prefix ending past `at` recounted only from `at`.
+    /// `text[at..]` (tokens; `at` a byte offset), for this encoding: then a long text can be
+    /// counted once by segments and any prefix ending past `at` recounted only from `at`.
     ///
-    /// True for the OpenAI encodings at a line start whose line begins with a character that
-    /// is not whitespace and not `/`, or with spaces/tabs followed by such a character: BPE
+    /// True for the OpenAI encodings at a line start (`at` right after a `\n`) whose line begins
+    /// with a character that is not whitespace and not `/`, or with whitespace other than line
+    /// breaks (spaces, tabs, NBSP …) followed by such a character: BPE
     /// runs inside each pre-tokenizer piece, and no piece of the tiktoken split crosses such a
     /// point (the only pieces that take in a `\n` are whitespace runs ending in newlines,
     /// punctuation followed by newlines or, in `o200k_base`, by `/`, and a trailing whitespace

@@ -36,9 +36,15 @@ struct Built {
     shown: String,
 }
 
+/// Whether a text of `bytes` bytes may be at most `limit` tokens (else it is taken as over
+/// without tokenizing it; see [`BYTES_PER_TOKEN_CAP`]).
+fn may_fit(bytes: usize, limit: usize) -> bool {
+    bytes <= limit.saturating_mul(BYTES_PER_TOKEN_CAP).max(64)
+}
+
 impl TextPaging<'_> {
     fn count_upto(&self, text: &str, limit: usize) -> Option<usize> {
-        if text.len() > limit.saturating_mul(BYTES_PER_TOKEN_CAP).max(64) {
+        if !may_fit(text.len(), limit) {
             return None;
         }
         self.enc.count_till_limit(text, limit)
@@ -51,7 +57,7 @@ impl TextPaging<'_> {
         // Every trial page below starts at `o`: their counts share one table.
         let prefix = Prefix::new(text, self.enc, o);
         if o == 0
-            && text.len() <= self.budget.saturating_mul(BYTES_PER_TOKEN_CAP).max(64)
+            && may_fit(text.len(), self.budget)
             && let Some(tokens) = prefix.tokens_upto(text.len(), self.budget)
         {
             let shown = match line_count(text) {
