@@ -6,6 +6,7 @@
 //! - [`tokens`]: exact token counts with a real BPE tokenizer ([`tokens::Encoding`]).
 //! - [`compact`]: compact JSON with floats rounded to N significant digits at write time.
 //! - [`dialect`]: JSON as Python servers write it (lone surrogate escapes, `NaN`/`Infinity`).
+//! - [`head`]: the first part of a long JSON text, read alone (page 1 without the whole).
 //! - [`paginate`]: budgeted, lossless pages of any JSON value or text.
 //! - [`summary`]: a bounded structural summary of a JSON value (the elision preview).
 //! - [`blob`]: detection of base64 blobs and `data:` URIs inside JSON strings.
@@ -21,6 +22,7 @@
 pub mod blob;
 pub mod compact;
 pub mod dialect;
+pub mod head;
 pub mod measure;
 pub mod paginate;
 pub mod summary;

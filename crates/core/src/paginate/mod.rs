@@ -216,6 +216,22 @@ impl Position {
         }
     }
 
+    /// Whether this position comes, in document order, no later than the start of the unit
+    /// at `path` (element and member indices from the root): the start, a position on the way
+    /// down to it (the start of an ancestor), a position in an earlier unit, or its own start.
+    /// A position inside that unit (a deeper step, a string or key offset) counts as after
+    /// it; a text position is never before. Used with [`crate::head::Head::last`]: a page of
+    /// a head that ends here holds only units the head and the document share.
+    pub fn at_or_before(&self, path: &[usize]) -> bool {
+        match &self.0 {
+            Pos::Start => true,
+            // Slices order lexicographically, a prefix first. Offsets (and `KEY_BIT`) only
+            // ever come last, after the step of their string or member.
+            Pos::Json(steps) => steps.as_slice() <= path,
+            Pos::Text(_) => false,
+        }
+    }
+
     pub(crate) fn json(steps: Vec<usize>) -> Position {
         Position(Pos::Json(steps))
     }

@@ -128,6 +128,15 @@ pub(crate) fn banner_item(b: &Boundary) -> Option<Value> {
 }
 
 pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
+    match super::early::shape(b, tool, &mut result, super::early::MIN_SOURCE_BYTES) {
+        Some(shaped) => shaped,
+        None => shape_full(b, tool, result),
+    }
+}
+
+/// [`shape`] without the early page 1 of a long JSON text ([`super::early`]): every document
+/// parsed and rendered whole first.
+pub(crate) fn shape_full(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
     let unshaped = |result: Value| Shaped {
         result,
         outcome: Outcome::Error,

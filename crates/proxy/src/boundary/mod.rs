@@ -100,6 +100,9 @@ mod args;
 pub mod args_rewrite;
 mod blobs;
 mod call;
+mod early;
+#[cfg(test)]
+mod early_tests;
 mod images;
 pub mod injected;
 mod list;

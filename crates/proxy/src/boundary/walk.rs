@@ -472,13 +472,25 @@ pub(crate) fn estimate_total(
                     (encoding.count(&text[..end]), end)
                 }
             };
-            let est = sample.max(1) as u128 * text.len() as u128 / end.max(1) as u128;
-            u64::try_from(est)
-                .unwrap_or(u64::MAX)
-                .max(budget as u64 + 1)
+            over_budget(text.len(), (sample, end), budget)
         })
         .sum();
     two_significant_digits(sum)
+}
+
+/// The estimate of a doc over `budget` whose rendering has `bytes` bytes, by the tokens per
+/// byte of a sample of it (`(tokens, bytes)` of its start), unrounded.
+fn over_budget(bytes: usize, (tokens, sample_bytes): (usize, usize), budget: usize) -> u64 {
+    let est = tokens.max(1) as u128 * bytes as u128 / sample_bytes.max(1) as u128;
+    u64::try_from(est)
+        .unwrap_or(u64::MAX)
+        .max(budget as u64 + 1)
+}
+
+/// [`estimate_total`] of a response of one doc over `budget` whose rendering is not at hand:
+/// `bytes`, an estimate of its size, and `sample`, the tokens and bytes of its start.
+pub(crate) fn estimate_one(bytes: usize, sample: (usize, usize), budget: usize) -> u64 {
+    two_significant_digits(over_budget(bytes, sample, budget))
 }
 
 /// `n` rounded to two significant digits (12,345 → 12,000; 99 → 99).

@@ -90,7 +90,7 @@ pub(crate) struct Entry {
     /// Whether the tree / the text is in memory (mirrors of `body`, read without its lock).
     tree_in: AtomicBool,
     text_in: AtomicBool,
-    reloadable: bool,
+    reloadable: AtomicBool,
     /// Who made the response (see [`crate::boundary::Boundary::principal`]): only requests of
     /// the same principal read it. Empty by default.
     pub(crate) principal: Arc<str>,
@@ -120,6 +120,22 @@ struct Body {
     /// Heap estimate of a structuredContent the plan keeps beside the documents
     /// ([`crate::boundary::structured::Orig::Kept`]): resident while the entry lives.
     plan_bytes: usize,
+    /// For an entry made from its source text ([`Entry::from_source`]): what the first parse
+    /// does to the documents before they become the tree; the text is let go then.
+    prep: Option<Prep>,
+}
+
+/// What the first parse of an entry made from its source text does to its documents (the
+/// offload of blobs a result's documents go through), once.
+pub(crate) struct Prep(pub(crate) Box<PrepFn>);
+
+/// The function of a [`Prep`].
+pub(crate) type PrepFn = dyn FnOnce(&mut Vec<Document>) + Send;
+
+impl std::fmt::Debug for Prep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prep")
+    }
 }
 
 impl Body {
@@ -213,10 +229,71 @@ impl Entry {
             tree_estimate: AtomicUsize::new(scan.heap),
             tree_in: AtomicBool::new(true),
             text_in: AtomicBool::new(false),
-            reloadable: scan.reloadable,
+            reloadable: AtomicBool::new(scan.reloadable),
             principal: Arc::from(""),
             remote: None,
         }
+    }
+
+    /// An entry of one JSON document over the budget that holds, for now, the text it came
+    /// as (`source`: the text item, pretty or compact; strict JSON nesting at most
+    /// [`MAX_PARSE_DEPTH`] deep, which the caller checked): parsed, and `prep` applied, the
+    /// first time a page or query needs the tree ([`Entry::load`], or the thread the caller
+    /// starts for it). Page 1 is written from the text's head before that
+    /// ([`crate::boundary::early`]). `bytes` and `tree_estimate` are estimates (bytes of the
+    /// compact rendering, bytes of heap of the tree).
+    pub(crate) fn from_source(
+        id: String,
+        source: String,
+        budget: usize,
+        precision: u32,
+        bytes: usize,
+        tree_estimate: usize,
+        prep: Prep,
+    ) -> Entry {
+        let texts = vec![source];
+        let text_bytes = texts_heap_bytes(&texts);
+        Entry {
+            id,
+            doc_tokens: vec![budget + 1],
+            total: OnceLock::new(),
+            estimate: budget as u64 + 1,
+            budget,
+            precision,
+            bytes,
+            json: vec![true],
+            fingerprint: None,
+            carriers: Vec::new(),
+            structured: None,
+            array_of: None,
+            tables: false,
+            book: Mutex::new(PageBook {
+                positions: vec![(0, Position::start())],
+                next_of: std::collections::HashMap::new(),
+                ordinals: vec![0],
+            }),
+            body: Mutex::new(Body {
+                text: Some(texts),
+                text_bytes,
+                prep: Some(prep),
+                ..Body::default()
+            }),
+            resident: AtomicUsize::new(text_bytes),
+            on_disk: AtomicUsize::new(0),
+            tree_estimate: AtomicUsize::new(tree_estimate),
+            tree_in: AtomicBool::new(false),
+            text_in: AtomicBool::new(true),
+            reloadable: AtomicBool::new(true),
+            principal: Arc::from(""),
+            remote: None,
+        }
+    }
+
+    /// The entry with the page book `book` (the pages already computed, e.g. page 1 from the
+    /// head of its text).
+    pub(crate) fn with_book(mut self, book: PageBook) -> Entry {
+        self.book = Mutex::new(book);
+        self
     }
 
     /// The entry whose page 1 shows `estimate` as its total while the exact count is not
@@ -317,7 +394,7 @@ impl Entry {
     /// Whether the tree can be rebuilt from the exact texts (see the module docs): what a
     /// shared store needs to hold the entry.
     pub(crate) fn can_reload(&self) -> bool {
-        self.reloadable
+        self.reloadable.load(Ordering::Relaxed)
     }
 
     /// The entry remembering the fingerprint of `rendered`, the whole rendering of each of its
@@ -389,6 +466,13 @@ impl Entry {
         if let Some(tree) = &body.tree {
             return Some(Arc::clone(tree));
         }
+        if body.prep.is_some() {
+            // Made from its source text: the first parse is kept (it is the one that applies
+            // `prep`).
+            drop(body);
+            self.load().ok()?;
+            return self.body.lock().ok()?.tree.clone();
+        }
         let texts = read_texts(&body).ok()?;
         drop(body);
         self.parse(texts).ok().map(Arc::new)
@@ -435,7 +519,7 @@ impl Entry {
     /// Whether the tree can be rebuilt from the text (see the module docs).
     #[cfg(test)]
     pub(crate) fn reloadable(&self) -> bool {
-        self.reloadable
+        self.reloadable.load(Ordering::Relaxed)
     }
 
     /// Whether the tree is in memory.
@@ -466,7 +550,18 @@ impl Entry {
             return Ok(false);
         }
         let texts = read_texts(&body)?;
-        let docs = self.parse(texts)?;
+        let mut docs = self.parse(texts)?;
+        if let Some(prep) = body.prep.take() {
+            // The source text (maybe pretty, maybe with blobs `prep` takes out) is not the
+            // exact text of the tree: let it go; `drop_tree` renders the exact one.
+            (prep.0)(&mut docs);
+            body.text = None;
+            body.text_bytes = 0;
+            body.file = None;
+            self.on_disk.store(0, Ordering::Relaxed);
+            let scan = scan_docs(&docs, self.precision);
+            self.reloadable.store(scan.reloadable, Ordering::Relaxed);
+        }
         body.tree_bytes = docs_heap_bytes(&docs);
         self.tree_estimate.store(body.tree_bytes, Ordering::Relaxed);
         body.tree = Some(Arc::new(docs));
@@ -483,7 +578,7 @@ impl Entry {
         let Some(tree) = body.tree.take() else {
             return Demoted::Nothing;
         };
-        if !self.reloadable {
+        if !self.reloadable.load(Ordering::Relaxed) {
             body.tree = Some(tree);
             return Demoted::Unreloadable;
         }
@@ -568,7 +663,7 @@ impl Entry {
             tree_estimate: AtomicUsize::new(tree_bytes),
             tree_in: AtomicBool::new(true),
             text_in: AtomicBool::new(false),
-            reloadable: self.reloadable,
+            reloadable: AtomicBool::new(self.reloadable.load(Ordering::Relaxed)),
             principal: Arc::clone(&self.principal),
             remote: None,
         })

@@ -1,0 +1,255 @@
+//! The head of a long JSON text: its first part, read alone as a JSON value, and a check that
+//! the whole text is one JSON value agreeing with that head.
+//!
+//! Page 1 of a 12 MB document needs about 40 KB of it. [`head`] reads the text up to the first
+//! comma (outside strings) after at least `min_bytes` bytes of non-whitespace and closes the
+//! containers still open there: `[{"a":1},{"b":[2,3` + `,…` becomes `[{"a":1},{"b":[2,3]}]`.
+//! That value is the document with the open containers cut short: every unit before
+//! [`Head::last`] (inclusive, in document order) is whole and equal in both, provided
+//! [`rest_agrees`] holds for the whole text:
+//! - the whole text is one strict JSON value (`serde_json`, its default nesting limit of 128),
+//!   so it is paged as JSON (see [`crate::dialect::json_document`], which tries the strict
+//!   parse first);
+//! - no object on the open chain has a key twice: `serde_json` keeps the last value of a
+//!   repeated key at the place of the first, so a key repeated after the cut would change a
+//!   member the head holds (objects wholly inside the head resolve their repeats the same
+//!   way in both).
+//!
+//! A pager working on the head from the start, and ending its page at or before
+//! [`Head::last`], writes the page it would write on the whole document; the caller checks the
+//! end ([`crate::paginate::Position::at_or_before`]).
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+/// The head of a JSON text (see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Head {
+    /// The first part of the document, its open containers closed.
+    pub value: Value,
+    /// The path (element and member indices from the root) of the last whole unit on the
+    /// open chain: the last child of each open container, from the root down; its last step
+    /// is the last whole child of the deepest open container.
+    pub last: Vec<usize>,
+    /// Bytes of the text the head was read from (up to the cut).
+    pub read: usize,
+}
+
+/// The head of `text` holding at least `min_bytes` bytes of its non-whitespace characters
+/// (outside strings; inside strings every byte counts), cut at the first comma after that.
+///
+/// `None` when `text` is not an array or object (first non-whitespace byte), when the
+/// document ends before such a comma (it is short: read it whole), or when the head does not
+/// parse as strict JSON (the caller reads the text whole, with its dialect rules).
+pub fn head(text: &str, min_bytes: usize) -> Option<Head> {
+    let bytes = text.as_bytes();
+    let start = bytes.iter().position(|b| !is_ws(*b))?;
+    if !matches!(bytes[start], b'{' | b'[') {
+        return None;
+    }
+    let mut open: Vec<u8> = Vec::new();
+    let (mut in_str, mut esc) = (false, false);
+    let mut dense = 0usize;
+    let mut cut = None;
+    for (i, &c) in bytes.iter().enumerate().skip(start) {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if c == b'\\' {
+                esc = true;
+            } else if c == b'"' {
+                in_str = false;
+            }
+            dense += 1;
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'{' | b'[' => open.push(c),
+            b'}' | b']' => {
+                open.pop();
+                if open.is_empty() {
+                    // The root closed before the head was long enough.
+                    return None;
+                }
+            }
+            b',' if dense >= min_bytes => {
+                cut = Some(i);
+                break;
+            }
+            c if is_ws(c) => continue,
+            _ => {}
+        }
+        dense += 1;
+    }
+    let cut = cut?;
+    let mut closed = String::with_capacity(cut + open.len());
+    closed.push_str(text.get(..cut)?);
+    closed.extend(
+        open.iter()
+            .rev()
+            .map(|&o| if o == b'{' { '}' } else { ']' }),
+    );
+    let value: Value = serde_json::from_str(&closed).ok()?;
+    let mut last = Vec::with_capacity(open.len());
+    let mut node = &value;
+    for level in 0..open.len() {
+        let n = match node {
+            Value::Array(a) => a.len(),
+            Value::Object(m) => m.len(),
+            _ => return None,
+        };
+        let i = n.checked_sub(1)?;
+        last.push(i);
+        if level + 1 < open.len() {
+            node = match node {
+                Value::Array(a) => a.get(i)?,
+                Value::Object(m) => m.values().nth(i)?,
+                _ => return None,
+            };
+        }
+    }
+    Some(Head {
+        value,
+        last,
+        read: cut,
+    })
+}
+
+/// Whether the whole of `text` is one strict JSON value (nesting at most 128 deep) in which
+/// no object on the open chain of its head (the containers along `last`, the head's
+/// [`Head::last`]) has a key twice: then the head's units up to `last` are those of the
+/// document. Reads the text once without building it (only the chain's keys are kept).
+pub fn rest_agrees(text: &str, last: &[usize]) -> bool {
+    let mut de = serde_json::Deserializer::from_str(text);
+    Chain { path: last }.deserialize(&mut de).is_ok() && de.end().is_ok()
+}
+
+/// JSON whitespace (RFC 8259 §2).
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Reads a container on the open chain: `path[0]` is the index of the chain's next container
+/// in it (when `path` has more steps); every other child is skipped unbuilt.
+struct Chain<'p> {
+    path: &'p [usize],
+}
+
+impl Chain<'_> {
+    /// The seed for child `i`, when it is on the chain.
+    fn down(&self, i: usize) -> Option<Chain<'_>> {
+        (self.path.len() > 1 && self.path.first() == Some(&i)).then(|| Chain {
+            path: &self.path[1..],
+        })
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Chain<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Chain<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON array or object")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        loop {
+            let more = match self.down(i) {
+                Some(chain) => seq.next_element_seed(chain)?.is_some(),
+                None => seq.next_element::<IgnoredAny>()?.is_some(),
+            };
+            if !more {
+                return Ok(());
+            }
+            i += 1;
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = HashSet::new();
+        let mut i = 0;
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key) {
+                return Err(de::Error::custom("a key repeated in an object of the head"));
+            }
+            match self.down(i) {
+                Some(chain) => map.next_value_seed(chain)?,
+                None => map.next_value::<IgnoredAny>().map(drop)?,
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn head_closes_the_open_containers_and_names_the_last_whole_unit() {
+        let text = r#"[{"a":1},{"b":[2,3,4],"c":5}]"#;
+        let h = head(text, 17).unwrap();
+        assert_eq!(h.value, json!([{"a":1},{"b":[2,3]}]));
+        assert_eq!(h.last, vec![1, 0, 1]);
+        assert_eq!(&text[..h.read], r#"[{"a":1},{"b":[2,3"#);
+        assert!(rest_agrees(text, &h.last));
+    }
+
+    #[test]
+    fn whitespace_does_not_count_and_commas_in_strings_do_not_cut() {
+        let text = "[\n  \"x,y,z\",\n  \"w\",\n  1\n]";
+        let h = head(text, 9).unwrap();
+        assert_eq!(h.value, json!(["x,y,z", "w"]));
+        assert_eq!(h.last, vec![1]);
+        let h = head(text, 0).unwrap();
+        assert_eq!(h.value, json!(["x,y,z"]));
+        let escaped = r#"["a\",b", "c", "d"]"#;
+        assert_eq!(head(escaped, 0).unwrap().value, json!(["a\",b"]));
+    }
+
+    #[test]
+    fn short_documents_scalars_and_bad_heads_have_no_head() {
+        assert_eq!(head("[1,2,3]", 100), None);
+        assert_eq!(head("{\"a\":1}", 0), None);
+        assert_eq!(head("  \"a,b\"", 0), None);
+        assert_eq!(head("12", 0), None);
+        assert_eq!(head("[NaN,1,2]", 0), None);
+        assert_eq!(head("[}1,2]", 0), None);
+    }
+
+    #[test]
+    fn the_rest_must_be_json_without_keys_repeated_on_the_chain() {
+        let ok = r#"{"a":{"x":1,"y":2},"b":3,"c":{"x":1,"x":2}}"#;
+        let h = head(ok, 11).unwrap();
+        assert_eq!(h.value, json!({"a":{"x":1}}));
+        // A repeat in an object wholly after the cut is the document's own business.
+        assert!(rest_agrees(ok, &h.last));
+        // `a` repeated at the root (open at the cut) would change what the head holds.
+        let repeated = r#"{"a":{"x":1,"y":2},"b":3,"a":4}"#;
+        let h = head(repeated, 11).unwrap();
+        assert!(!rest_agrees(repeated, &h.last));
+        let truncated = r#"[{"a":1},{"b":2},{"c""#;
+        let h = head(truncated, 8).unwrap();
+        assert!(!rest_agrees(truncated, &h.last));
+        let trailing = r#"[{"a":1},{"b":2}] x"#;
+        let h = head(trailing, 8).unwrap();
+        assert!(!rest_agrees(trailing, &h.last));
+        let nan = r#"[{"a":1},{"b":NaN}]"#;
+        let h = head(nan, 8).unwrap();
+        assert!(!rest_agrees(nan, &h.last));
+    }
+}

@@ -1,0 +1,247 @@
+//! Page 1 of a long JSON text from its head, before the whole is parsed (issue 14).
+//!
+//! A `tools/call` result whose only content item is a long JSON text (a 12 MB
+//! `directory_tree`) needs about 40 KB of it for page 1, yet [`super::call::shape`] parses all
+//! of it (about 2.5× one parse of the response line), renders it and hashes it first. Here
+//! page 1 is cut from the text's head ([`mcp_budget_core::head`]: the first
+//! [`HEAD_BYTES_PER_TOKEN`] × budget bytes of non-whitespace, its open containers closed),
+//! while a second thread reads the whole text once without building it
+//! ([`mcp_budget_core::head::rest_agrees`]: strict JSON, no key repeated on the head's open
+//! chain). The page goes out when both agree and the page ends no later than the head's last
+//! whole unit ([`mcp_budget_core::paginate::Position::at_or_before`]); the cached entry holds
+//! the text itself ([`Entry::from_source`]), parsed on a thread of its own right after (the
+//! next page waits for it), with the blob offload the full path applies.
+//!
+//! Page 1 is the page [`super::call::shape`] writes for the same result, byte for byte, save
+//! two things: the response id (made from a counter, not from the rendering: a result shaped
+//! twice gets two ids) and the `total_tokens_estimate` (from the head's tokens per byte and
+//! the text's length scaled by the head's compact-to-source ratio; an estimate either way).
+//! The page's units, cut and cursor are the same (`tests/boundary_early.rs` compares them).
+//!
+//! Taken only where the full path has nothing to do beyond the document: the memory store
+//! (the shared one keeps exact totals), one `text` item of at least [`MIN_SOURCE_BYTES`], no
+//! `structuredContent`, and no `transform`, `uuid_prefix`, `tables = "auto"` or
+//! `overflow = "summary"` for the tool. Anything else, a head that does not parse strictly, a
+//! string in the head long enough to be a blob, or a check that fails: the full path.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use mcp_budget_core::head;
+use mcp_budget_core::paginate::Document;
+use mcp_budget_core::wire::Outcome;
+use serde_json::{Map, Value, json};
+
+use super::Boundary;
+use super::call::{Shaped, banner_item};
+use super::parts::{self, Carrier};
+use super::store::Entry;
+use super::store::entry::Prep;
+use super::walk;
+use crate::config::{Overflow, Tables};
+
+/// Texts shorter than this many bytes take the full path (it costs them little).
+pub(crate) const MIN_SOURCE_BYTES: usize = 256 * 1024;
+
+/// The head holds this many bytes of non-whitespace per token of budget: 32 (320 KB at the
+/// default 10,000), eight times the bytes of a full page of compact JSON (about 4 per token),
+/// and twice the most the pager serializes to try one unit (16 per token of room: the
+/// `BYTES_PER_TOKEN_CAP` of the core pager), so page 1's search never reaches the cut.
+pub(crate) const HEAD_BYTES_PER_TOKEN: usize = 32;
+
+/// Heap bytes of a parsed tree per byte of its compact rendering, for the store's accounting
+/// until the tree is built (see [`super::store::TREE_FACTOR`]).
+const TREE_BYTES_PER_BYTE: usize = 10;
+
+/// Shapes `result` by its head when it qualifies (see the module docs; texts of fewer than
+/// `min_bytes` bytes do not: [`MIN_SOURCE_BYTES`] but in tests); `None` leaves it untouched
+/// for [`super::call::shape_full`].
+pub(crate) fn shape(
+    b: &Boundary,
+    tool: &str,
+    result: &mut Value,
+    min_bytes: usize,
+) -> Option<Shaped> {
+    if b.store.id_len() != 12 {
+        return None;
+    }
+    let rule = b.settings.rule_for(tool);
+    if rule.transform.is_some()
+        || rule.uuid_prefix
+        || rule.tables == Tables::Auto
+        || rule.overflow == Overflow::Summary
+    {
+        return None;
+    }
+    let obj = result.as_object()?;
+    if obj.contains_key("structuredContent") {
+        return None;
+    }
+    let [item] = obj.get("content")?.as_array()?.as_slice() else {
+        return None;
+    };
+    if item.get("type")?.as_str()? != "text" {
+        return None;
+    }
+    let text = item.get("text")?.as_str()?;
+    if text.len() < min_bytes {
+        return None;
+    }
+    let budget = rule.max_tokens.max(mcp_budget_core::MIN_BUDGET_TOKENS);
+    let head = head::head(text, budget.saturating_mul(HEAD_BYTES_PER_TOKEN))?;
+    if head.read.saturating_mul(2) > text.len() || has_long_string(&head.value, b.blobs.threshold())
+    {
+        // Most of the text anyway, or a string the full path may offload as a blob.
+        return None;
+    }
+    let mut extra = item.as_object().cloned().unwrap_or_default();
+    extra.remove("type");
+    extra.remove("text");
+
+    let last = head.last.clone();
+    let (page1, agrees) = std::thread::scope(|s| {
+        let check = s.spawn(|| head::rest_agrees(text, &last));
+        let page1 = page_of_head(b, head, &extra, text.len(), budget, rule.precision);
+        (page1, check.join().unwrap_or(false))
+    });
+    let (tmp, sheet, estimate, bytes) = page1?;
+    if !agrees {
+        return None;
+    }
+
+    // Committed: the text moves into the entry.
+    b.store.make_room_for(text.len());
+    let source = match result
+        .get_mut("content")
+        .and_then(|c| c.get_mut(0))
+        .and_then(|i| i.get_mut("text"))
+        .map(Value::take)
+    {
+        Some(Value::String(t)) => t,
+        _ => return None,
+    };
+    let bytes_pre = source.len() as u64;
+    let pre_texts = if b.telemetry.is_some() {
+        vec![source.clone()]
+    } else {
+        Vec::new()
+    };
+    let blobs = b.blobs.clone();
+    let prep = Prep(Box::new(move |docs: &mut Vec<Document>| {
+        for d in docs {
+            if let Document::Json(v) = d {
+                blobs.offload_in_value(v);
+            }
+        }
+    }));
+    let book = tmp.book.into_inner().ok()?;
+    let entry = Entry::from_source(
+        tmp.id.clone(),
+        source,
+        budget,
+        rule.precision,
+        bytes,
+        bytes.saturating_mul(TREE_BYTES_PER_BYTE),
+        prep,
+    )
+    .with_estimate(estimate)
+    .with_parts(vec![Carrier::Text(extra.clone())], None)
+    .with_principal(&b.principal)
+    .with_book(book);
+    let entry = b.store.keep(entry);
+    parse_in_background(&entry, &b.encoding);
+
+    let page = sheet.page;
+    let id = entry.id.clone();
+    let mut items = Vec::with_capacity(3);
+    items.extend(banner_item(b));
+    let mut page_bytes = page.meta.len();
+    for p in &page.parts {
+        page_bytes += p.body.len();
+        items.push(Carrier::Text(extra.clone()).item(p.body.clone()));
+    }
+    items.push(json!({"type":"text","text":page.meta}));
+    let page_meta = walk::page_meta(&id, &page, &entry);
+    let obj = result.as_object_mut()?;
+    obj.insert("content".into(), Value::Array(items));
+    walk::put_page_meta(obj, page_meta);
+    Some(Shaped {
+        result: std::mem::take(result),
+        outcome: Outcome::Paged,
+        response_id: Some(id),
+        bytes_pre,
+        bytes: page_bytes as u64,
+        tokens: sheet.tokens as u64,
+        pre_texts,
+    })
+}
+
+/// Page 1 of the head, on an entry of the head alone (its page book then holds page 2's
+/// start), with the estimate it shows and the estimated bytes of the whole compact rendering;
+/// `None` when the page is not one the whole document would have (it fits whole, or ends past
+/// the head's last whole unit).
+fn page_of_head(
+    b: &Boundary,
+    head: head::Head,
+    extra: &Map<String, Value>,
+    source_bytes: usize,
+    budget: usize,
+    precision: u32,
+) -> Option<(Entry, parts::Sheet, u64, usize)> {
+    let enc = &b.encoding;
+    let doc = Document::Json(head.value);
+    let (rendered, _, sample) = walk::doc_form_till(&doc, precision, enc, false, budget);
+    // Within the budget: the head is the whole of a very compressible text's page 1 or more.
+    let sample = sample?;
+    let bytes = (rendered.len() as u128 * source_bytes as u128 / head.read.max(1) as u128)
+        .try_into()
+        .unwrap_or(usize::MAX);
+    drop(rendered);
+    let estimate = walk::estimate_one(bytes, sample, budget);
+    static SERIAL: AtomicU64 = AtomicU64::new(0);
+    let serial = SERIAL.fetch_add(1, Ordering::Relaxed).to_le_bytes();
+    let id = b
+        .store
+        .find_or_id(
+            &b.principal,
+            &[b"early", &serial, &source_bytes.to_le_bytes()],
+            &|_| false,
+        )
+        .err()?;
+    let tmp = Entry::new(id, vec![doc], vec![budget + 1], budget, precision, bytes)
+        .with_estimate(estimate)
+        .with_parts(vec![Carrier::Text(extra.clone())], None)
+        .with_principal(&b.principal);
+    let sheet = parts::page_in_budget(&tmp, 0, budget, enc, &b.names(), true)?;
+    let ends_in_head = {
+        let book = tmp.book.lock().ok()?;
+        matches!(book.positions.get(1), Some((0, end)) if end.at_or_before(&head.last))
+    };
+    (ends_in_head && sheet.page.next_cursor.is_some()).then_some((tmp, sheet, estimate, bytes))
+}
+
+/// Whether `v` has a string value longer than `bytes` (a blob candidate; keys are not).
+fn has_long_string(v: &Value, bytes: usize) -> bool {
+    match v {
+        Value::String(s) => s.len() > bytes,
+        Value::Array(a) => a.iter().any(|c| has_long_string(c, bytes)),
+        Value::Object(m) => m.values().any(|c| has_long_string(c, bytes)),
+        _ => false,
+    }
+}
+
+/// Parses `entry`'s source text and counts its exact total on a thread of its own, right
+/// after page 1 (a later page or query that comes first does it itself, or waits for it).
+fn parse_in_background(entry: &Arc<Entry>, enc: &mcp_budget_core::tokens::Encoding) {
+    let (entry, enc) = (Arc::clone(entry), enc.clone());
+    let spawned = std::thread::Builder::new()
+        .name("mcp-budget-parse".into())
+        .spawn(move || {
+            let _ = entry.total_tokens(&enc);
+        });
+    if let Err(e) = spawned {
+        crate::logging::warn(format_args!(
+            "cannot start a parsing thread ({e}): the next page parses the response"
+        ));
+    }
+}

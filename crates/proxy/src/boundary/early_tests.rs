@@ -1,0 +1,272 @@
+//! Page 1 from the head of a long JSON text ([`super::early`]) is the page the full path
+//! writes, and every page after it too; texts the head cannot speak for take the full path.
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use super::Boundary;
+use super::call;
+use super::early;
+use super::parts;
+use super::store::Entry;
+use crate::config::Settings;
+
+fn boundary(dir: &tempfile::TempDir, budget: usize) -> Boundary {
+    Boundary::new(Settings {
+        max_tokens: Some(budget),
+        cache_dir: Some(dir.path().join("cache")),
+        blob_dir: Some(dir.path().join("blobs")),
+        ..Settings::default()
+    })
+    .unwrap()
+}
+
+fn result_of(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}]})
+}
+
+/// Every `read_more` page after `first` (each whole result).
+fn pages(b: &Boundary, first: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut meta = first["_meta"]["mcp-budget/page"].clone();
+    for _ in 0..100_000 {
+        let Some(cursor) = meta["next_cursor"].as_str() else {
+            return out;
+        };
+        let next = b
+            .answer_injected(&json!({"name": "read_more", "arguments": {"cursor": cursor}}))
+            .unwrap();
+        assert!(next.get("isError").is_none(), "{next}");
+        meta = next["_meta"]["mcp-budget/page"].clone();
+        out.push(next);
+    }
+    panic!("too many pages");
+}
+
+/// The document a client reassembles from page 1 and the pages after it.
+fn reassembled(first: &Value, later: &[Value]) -> Value {
+    let wire: Vec<(Value, Option<&str>)> = std::iter::once(first)
+        .chain(later)
+        .map(|p| {
+            let body = p["content"][0]["text"].as_str().unwrap();
+            (
+                serde_json::from_str(body).unwrap(),
+                p["_meta"]["mcp-budget/page"]["location"].as_str(),
+            )
+        })
+        .collect();
+    mcp_budget_core::paginate::reassemble_from_wire(&wire).expect("pages merge")
+}
+
+/// Shapes `text` by the head and by the full path. When the head was taken: its page 1 is
+/// the page the whole document gives with the same response id and estimate (computed again
+/// on the parsed entry), it ends where that one does, and the pages reassemble to what the
+/// full path's pages do. Returns whether the head was taken.
+fn same_pages(text: &str, budget: usize) -> bool {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (b1, b2) = (boundary(&d1, budget), boundary(&d2, budget));
+    let mut r = result_of(text);
+    let Some(shaped) = early::shape(&b1, "t", &mut r, 0) else {
+        assert_eq!(r, result_of(text), "a refused result is left as it was");
+        return false;
+    };
+    let first = shaped.result;
+    let meta = &first["_meta"]["mcp-budget/page"];
+    let id = meta["response_id"].as_str().unwrap();
+    let entry = b1.store.memory().unwrap().get(id).unwrap();
+    let docs = entry.docs().unwrap();
+    let whole = Entry::new(
+        id.to_owned(),
+        (*docs).clone(),
+        vec![budget + 1],
+        budget,
+        entry.precision,
+        entry.bytes,
+    )
+    .with_estimate(entry.estimate())
+    .with_parts(entry.carriers.clone(), None);
+    let sheet = parts::page_in_budget(&whole, 0, budget, &b1.encoding, &b1.names(), true).unwrap();
+    let items = first["content"].as_array().unwrap();
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0]["text"], sheet.page.parts[0].body.as_str());
+    assert_eq!(items[1]["text"], sheet.page.meta.as_str());
+    assert_eq!(
+        whole.book.lock().unwrap().positions.get(1),
+        entry.book.lock().unwrap().positions.get(1)
+    );
+    let later = pages(&b1, &first);
+    let full = call::shape_full(&b2, "t", result_of(text)).result;
+    let full_later = pages(&b2, &full);
+    // Offloaded blobs name files in each boundary's own directory.
+    let dirless = |v: Value, d: &tempfile::TempDir| {
+        v.to_string().replace(d.path().to_str().unwrap(), "<dir>")
+    };
+    assert_eq!(
+        dirless(reassembled(&first, &later), &d1),
+        dirless(reassembled(&full, &full_later), &d2)
+    );
+    true
+}
+
+/// A directory tree as server-filesystem's `directory_tree` writes it (pretty, 2 spaces).
+fn tree(files: usize, depth: usize) -> Value {
+    fn node(n: &mut usize, files: usize, depth: usize) -> Value {
+        *n += 1;
+        if depth == 0 || *n >= files {
+            return json!({"name": format!("file_{n}.rs"), "type": "file"});
+        }
+        let children: Vec<Value> = (0..4).map(|_| node(n, files, depth - 1)).collect();
+        json!({"name": format!("dir_{n}"), "type": "directory", "children": children})
+    }
+    let mut n = 0;
+    let mut roots = Vec::new();
+    while n < files {
+        roots.push(node(&mut n, files, depth));
+    }
+    Value::Array(roots)
+}
+
+#[test]
+fn a_long_directory_tree_takes_the_head_and_pages_the_same() {
+    let text = serde_json::to_string_pretty(&tree(6_000, 5)).unwrap();
+    assert!(text.len() > early::MIN_SOURCE_BYTES, "{}", text.len());
+    assert!(same_pages(&text, 2_000));
+    let compact = serde_json::to_string(&tree(6_000, 5)).unwrap();
+    assert!(same_pages(&compact, 2_000));
+    // Through the public door, with the real threshold.
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(&dir, 2_000);
+    let first = b.shape_call_result("t", result_of(&text), 0);
+    assert!(first["_meta"]["mcp-budget/page"]["next_cursor"].is_string());
+    let id = first["_meta"]["mcp-budget/page"]["response_id"]
+        .as_str()
+        .unwrap();
+    let entry = b.store.memory().unwrap().get(id).unwrap();
+    assert_eq!(entry.json_flags(), [true]);
+}
+
+#[test]
+fn texts_the_head_cannot_speak_for_take_the_full_path() {
+    let good = serde_json::to_string_pretty(&tree(3_000, 4)).unwrap();
+    let cut = &good[..good.len() - 10];
+    // Cut short, text after the root, a key repeated at the root, `NaN` after the head.
+    let repeated = format!(
+        "{{\"a\": {}, \"b\": 1, \"a\": 2}}",
+        serde_json::to_string(&tree(3_000, 4)).unwrap()
+    );
+    let trailing = format!("{good}\n{{}}");
+    let nan = format!("{}, NaN]", &good[..good.rfind(']').unwrap()]);
+    for text in [cut, &repeated, &trailing, &nan] {
+        assert!(!same_pages(text, 1_000), "{}", &text[text.len() - 40..]);
+    }
+    // A string in the head long enough to be a blob.
+    let blob = json!([{"data": "Qm9i".repeat(5_000)}, tree(3_000, 4)]).to_string();
+    assert!(!same_pages(&blob, 1_000));
+    // The full path still pages each of them.
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(&dir, 1_000);
+    for text in [cut, &nan] {
+        let first = b.shape_call_result("t", result_of(text), 0);
+        assert!(
+            first["_meta"]["mcp-budget/page"]["next_cursor"].is_string(),
+            "{}",
+            &first.to_string()[..200]
+        );
+    }
+}
+
+#[test]
+fn a_blob_after_the_head_is_offloaded_when_the_text_is_parsed() {
+    let blob = "Qm9i".repeat(5_000);
+    let text = json!([tree(3_000, 4), {"data": blob}]).to_string();
+    assert!(same_pages(&text, 1_000));
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(&dir, 1_000);
+    let first = b.shape_call_result("t", result_of(&text), 0);
+    let all = pages(&b, &first)
+        .iter()
+        .map(Value::to_string)
+        .collect::<String>();
+    assert!(!all.contains(&blob[..100]), "the blob went out inline");
+}
+
+#[test]
+fn pages_survive_the_store_letting_the_source_text_go() {
+    let text = serde_json::to_string_pretty(&tree(6_000, 5)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(&dir, 2_000);
+    let first = b.shape_call_result("t", result_of(&text), 0);
+    let want = reassembled(&first, &pages(&b, &first));
+    assert_eq!(want, serde_json::from_str::<Value>(&text).unwrap());
+    // Spilled (its source text, or its tree once parsed): the same document comes back.
+    let first = b.shape_call_result("t", result_of(&text), 0);
+    b.store.memory().unwrap().push_out_all();
+    assert_eq!(reassembled(&first, &pages(&b, &first)), want);
+}
+
+/// A JSON value of nested arrays and objects with short and long strings, escapes and
+/// numbers, big enough that its head is a small part.
+fn doc() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        (-1e6f64..1e6).prop_map(|f| json!(f)),
+        "[a-z\"\\\\\n é]{0,12}".prop_map(Value::String),
+        "[a-z ]{60,200}".prop_map(Value::String),
+    ];
+    let inner = leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec(("[a-z_]{1,8}", inner), 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    });
+    (
+        prop::collection::vec(inner, 150..400),
+        any::<bool>(),
+        0usize..3,
+    )
+        .prop_map(|(items, object_root, wrap)| {
+            let mut v = if object_root {
+                Value::Object(
+                    items
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, v)| (format!("k{i}"), v))
+                        .collect(),
+                )
+            } else {
+                Value::Array(items)
+            };
+            for _ in 0..wrap {
+                v = json!({"wrapped": v, "after": 1});
+            }
+            v
+        })
+}
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64)
+        .min(200)
+}
+
+proptest! {
+    // Each case shapes twice and reads every page: `PROPTEST_CASES` up to 200.
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    /// Wherever the head is taken, it writes the full path's pages (at the smallest budget,
+    /// so the head is a few KB and most documents are many heads long).
+    #[test]
+    fn the_head_pages_as_the_full_path_does(v in doc(), pretty in any::<bool>()) {
+        let text = if pretty {
+            serde_json::to_string_pretty(&v).unwrap()
+        } else {
+            serde_json::to_string(&v).unwrap()
+        };
+        same_pages(&text, mcp_budget_core::MIN_BUDGET_TOKENS);
+    }
+}
