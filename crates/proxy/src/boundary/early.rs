@@ -20,7 +20,8 @@
 //!
 //! Taken only where the full path has nothing to do beyond the document: the memory store
 //! (the shared one keeps exact totals), one `text` item of at least [`MIN_SOURCE_BYTES`], no
-//! `structuredContent`, and no `transform`, `uuid_prefix`, `tables = "auto"` or
+//! `structuredContent` or one with the text as a member (a string twin, shaped after page 1
+//! as [`super::call::shape_full`] does), and no `transform`, `uuid_prefix`, `tables = "auto"` or
 //! `overflow = "summary"` for the tool. Anything else, a head that does not parse strictly, a
 //! string in the head long enough to be a blob, or a check that fails: the full path.
 
@@ -37,6 +38,7 @@ use super::call::{Shaped, banner_item};
 use super::parts::{self, Carrier};
 use super::store::Entry;
 use super::store::entry::Prep;
+use super::structured::{self, Twin};
 use super::walk;
 use crate::config::{Overflow, Tables};
 
@@ -74,9 +76,6 @@ pub(crate) fn shape(
         return None;
     }
     let obj = result.as_object()?;
-    if obj.contains_key("structuredContent") {
-        return None;
-    }
     let [item] = obj.get("content")?.as_array()?.as_slice() else {
         return None;
     };
@@ -87,6 +86,19 @@ pub(crate) fn shape(
     if text.len() < min_bytes {
         return None;
     }
+    // A structuredContent holding the text as a member (server-filesystem's
+    // `{"content": <text>}`) is shaped after page 1 as the full path does; any other goes the
+    // full path (telling a value twin needs the whole parse).
+    let twin = match obj.get("structuredContent") {
+        None => None,
+        Some(sc) => {
+            let key = sc
+                .as_object()?
+                .iter()
+                .find_map(|(k, v)| (v.as_str() == Some(text)).then(|| k.clone()))?;
+            Some(Twin::Str { key, item: 0 })
+        }
+    };
     let budget = rule.max_tokens.max(mcp_budget_core::MIN_BUDGET_TOKENS);
     let head = head::head(text, budget.saturating_mul(HEAD_BYTES_PER_TOKEN))?;
     if head.read.saturating_mul(2) > text.len() || has_long_string(&head.value, b.blobs.threshold())
@@ -164,6 +176,22 @@ pub(crate) fn shape(
     let page_meta = walk::page_meta(&id, &page, &entry);
     let obj = result.as_object_mut()?;
     obj.insert("content".into(), Value::Array(items));
+    if let Some(twin) = twin {
+        let sc = obj.get_mut("structuredContent").map(Value::take)?;
+        let shown = page
+            .parts
+            .first()
+            .map(|p| p.body.clone())
+            .unwrap_or_default();
+        match structured::shape(sc, &twin, b.has_output_schema(tool), |_| shown.clone()) {
+            Some(sc) => {
+                obj.insert("structuredContent".into(), sc);
+            }
+            None => {
+                obj.shift_remove("structuredContent");
+            }
+        }
+    }
     walk::put_page_meta(obj, page_meta);
     Some(Shaped {
         result: std::mem::take(result),

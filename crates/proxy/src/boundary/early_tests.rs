@@ -25,6 +25,11 @@ fn result_of(text: &str) -> Value {
     json!({"content": [{"type": "text", "text": text}]})
 }
 
+/// As server-filesystem's `directory_tree` answers: the text again in structuredContent.
+fn with_twin(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "structuredContent": {"content": text}})
+}
+
 /// Every `read_more` page after `first` (each whole result).
 fn pages(b: &Boundary, first: &Value) -> Vec<Value> {
     let mut out = Vec::new();
@@ -133,6 +138,28 @@ fn a_long_directory_tree_takes_the_head_and_pages_the_same() {
     assert!(same_pages(&text, 2_000));
     let compact = serde_json::to_string(&tree(6_000, 5)).unwrap();
     assert!(same_pages(&compact, 2_000));
+    // With the string twin in structuredContent: it carries page 1's text, as on the full
+    // path.
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(&dir, 2_000);
+    let mut r = with_twin(&text);
+    let first = early::shape(&b, "t", &mut r, 0).expect("taken").result;
+    assert_eq!(
+        first["structuredContent"]["content"],
+        first["content"][0]["text"]
+    );
+    let full = call::shape_full(&b, "t", with_twin(&text)).result;
+    assert_eq!(
+        full["structuredContent"]["content"],
+        full["content"][0]["text"]
+    );
+    assert_eq!(
+        first.as_object().unwrap().keys().collect::<Vec<_>>(),
+        full.as_object().unwrap().keys().collect::<Vec<_>>()
+    );
+    // A structuredContent that is not a string twin: the full path.
+    let mut r = json!({"content": [{"type": "text", "text": text}], "structuredContent": {"n": 1}});
+    assert!(early::shape(&b, "t", &mut r, 0).is_none());
     // Through the public door, with the real threshold.
     let dir = tempfile::tempdir().unwrap();
     let b = boundary(&dir, 2_000);
