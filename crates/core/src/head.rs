@@ -51,23 +51,27 @@ pub fn head(text: &str, min_bytes: usize) -> Option<Head> {
         return None;
     }
     let mut open: Vec<u8> = Vec::new();
-    let (mut in_str, mut esc) = (false, false);
     let mut dense = 0usize;
     let mut cut = None;
-    for (i, &c) in bytes.iter().enumerate().skip(start) {
-        if in_str {
-            if esc {
-                esc = false;
-            } else if c == b'\\' {
-                esc = true;
-            } else if c == b'"' {
-                in_str = false;
-            }
-            dense += 1;
-            continue;
-        }
+    let mut i = start;
+    while let Some(&c) = bytes.get(i) {
         match c {
-            b'"' => in_str = true,
+            b'"' => {
+                // To the closing quote, escapes skipped (`memchr2`: strings are most of the
+                // bytes of most documents).
+                let mut j = i + 1;
+                loop {
+                    let at = j + memchr::memchr2(b'"', b'\\', bytes.get(j..)?)?;
+                    if bytes[at] == b'"' {
+                        j = at + 1;
+                        break;
+                    }
+                    j = at + 2;
+                }
+                dense += j - i;
+                i = j;
+                continue;
+            }
             b'{' | b'[' => open.push(c),
             b'}' | b']' => {
                 open.pop();
@@ -80,10 +84,14 @@ pub fn head(text: &str, min_bytes: usize) -> Option<Head> {
                 cut = Some(i);
                 break;
             }
-            c if is_ws(c) => continue,
+            c if is_ws(c) => {
+                i += 1;
+                continue;
+            }
             _ => {}
         }
         dense += 1;
+        i += 1;
     }
     let cut = cut?;
     let mut closed = String::with_capacity(cut + open.len());

@@ -12,6 +12,8 @@
 mod blob_detect;
 #[path = "compact_props.rs"]
 mod compact_props;
+#[path = "head_props.rs"]
+mod head_props;
 #[path = "hf_tokenizer.rs"]
 mod hf_tokenizer;
 #[path = "hostile_inputs.rs"]

@@ -45,11 +45,13 @@ use crate::config::{Overflow, Tables};
 /// Texts shorter than this many bytes take the full path (it costs them little).
 pub(crate) const MIN_SOURCE_BYTES: usize = 256 * 1024;
 
-/// The head holds this many bytes of non-whitespace per token of budget: 32 (320 KB at the
-/// default 10,000), eight times the bytes of a full page of compact JSON (about 4 per token),
-/// and twice the most the pager serializes to try one unit (16 per token of room: the
-/// `BYTES_PER_TOKEN_CAP` of the core pager), so page 1's search never reaches the cut.
-pub(crate) const HEAD_BYTES_PER_TOKEN: usize = 32;
+/// The head holds this many bytes of non-whitespace per token of budget: 16 (160 KB at the
+/// default 10,000), four times the bytes of a full page of compact JSON (about 4 per token),
+/// as many as the core pager serializes at most to size one unit (its `BYTES_PER_TOKEN_CAP`).
+/// A page that would reach past the head's last whole unit is refused (the full path then);
+/// what the margin buys is page 1 being the full path's own page: the pager's look-ahead never
+/// sizes a unit the head cut short (tests: `early_tests`).
+pub(crate) const HEAD_BYTES_PER_TOKEN: usize = 16;
 
 /// Heap bytes of a parsed tree per byte of its compact rendering, for the store's accounting
 /// until the tree is built (see [`super::store::TREE_FACTOR`]).
@@ -121,8 +123,8 @@ pub(crate) fn shape(
         return None;
     }
 
-    // Committed: the text moves into the entry.
-    b.store.make_room_for(text.len());
+    // Committed: the text moves into the entry. (Room for its tree is made by the thread that
+    // parses it: pushing older content out takes milliseconds that page 1 need not wait.)
     let source = match result
         .get_mut("content")
         .and_then(|c| c.get_mut(0))
@@ -161,7 +163,7 @@ pub(crate) fn shape(
     .with_principal(&b.principal)
     .with_book(book);
     let entry = b.store.keep(entry);
-    parse_in_background(&entry, &b.encoding);
+    parse_in_background(&entry, b);
 
     let page = sheet.page;
     let id = entry.id.clone();
@@ -258,13 +260,15 @@ fn has_long_string(v: &Value, bytes: usize) -> bool {
     }
 }
 
-/// Parses `entry`'s source text and counts its exact total on a thread of its own, right
-/// after page 1 (a later page or query that comes first does it itself, or waits for it).
-fn parse_in_background(entry: &Arc<Entry>, enc: &mcp_budget_core::tokens::Encoding) {
-    let (entry, enc) = (Arc::clone(entry), enc.clone());
+/// Parses `entry`'s source text (after making room for its tree in the store) and counts its
+/// exact total on a thread of its own, right after page 1 (a later page or query that comes
+/// first does it itself, or waits for it).
+fn parse_in_background(entry: &Arc<Entry>, b: &Boundary) {
+    let (entry, enc, store) = (Arc::clone(entry), b.encoding.clone(), Arc::clone(&b.store));
     let spawned = std::thread::Builder::new()
         .name("mcp-budget-parse".into())
         .spawn(move || {
+            store.make_room_for(entry.resident());
             let _ = entry.total_tokens(&enc);
         });
     if let Err(e) = spawned {

@@ -1,0 +1,97 @@
+//! The head of a JSON text ([`mcp_budget_core::head`]) is the document cut along its open
+//! chain, and the whole text agrees with it exactly when it is strict JSON with no key
+//! repeated on that chain. Cases come from `PROPTEST_CASES` (CI runs 10,000).
+
+use mcp_budget_core::head::{head, rest_agrees};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+/// `doc` cut along `last`: at each level the children up to `last[i]`, the last of them cut
+/// further, down to the deepest level, whose kept children are whole.
+fn cut_along(doc: &Value, last: &[usize]) -> Value {
+    let Some((&i, rest)) = last.split_first() else {
+        return doc.clone();
+    };
+    let keep = |k: usize, c: &Value| {
+        if k == i {
+            cut_along(c, rest)
+        } else {
+            c.clone()
+        }
+    };
+    match doc {
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .take(i + 1)
+                .enumerate()
+                .map(|(k, c)| keep(k, c))
+                .collect(),
+        ),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .take(i + 1)
+                .enumerate()
+                .map(|(k, (key, c))| (key.clone(), keep(k, c)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn doc() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        (-1e9f64..1e9).prop_map(|f| json!(f)),
+        "[a-z,\\[\\]{}\"\\\\:\n\t é€]{0,10}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(5, 64, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec(("[a-z,\\]\"]{1,4}", inner), 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+    .prop_filter("a container root", |v| v.is_array() || v.is_object())
+}
+
+proptest! {
+    #[test]
+    fn the_head_is_the_document_cut_along_its_open_chain(
+        v in doc(),
+        pretty in any::<bool>(),
+        min in 0usize..700,
+    ) {
+        let text = if pretty {
+            serde_json::to_string_pretty(&v).unwrap()
+        } else {
+            serde_json::to_string(&v).unwrap()
+        };
+        // Up to 70% of the text: some heads end at the first comma, others are short.
+        if let Some(h) = head(&text, text.len() * min / 1000) {
+            prop_assert_eq!(&h.value, &cut_along(&v, &h.last));
+            prop_assert_eq!(text.as_bytes()[h.read], b',');
+            // A value written by serde_json has no repeated keys.
+            prop_assert!(rest_agrees(&text, &h.last));
+            // Cut anywhere after the head, the text is no longer one JSON value.
+            let short = &text[..text.len() - 1];
+            prop_assert!(!rest_agrees(short, &h.last));
+        }
+    }
+}
+
+#[test]
+fn a_key_repeated_on_the_chain_or_a_broken_tail_disagrees() {
+    let text = r#"{"a":[1,2,3],"b":{"x":1,"y":2,"x":3}}"#;
+    let h = head(text, 8).unwrap();
+    assert_eq!(h.value, json!({"a":[1,2]}));
+    assert!(rest_agrees(text, &h.last));
+    let text = r#"{"a":[1,2,3],"b":{"x":1},"a":3}"#;
+    let h = head(text, 8).unwrap();
+    assert!(!rest_agrees(text, &h.last));
+    // Strings that hold commas, brackets and escaped quotes do not cut.
+    let text = r#"[{"k":"a,]\"},{"},"x","y"]"#;
+    let h = head(text, 0).unwrap();
+    assert_eq!(h.value, json!([{"k":"a,]\"},{"}]));
+}
