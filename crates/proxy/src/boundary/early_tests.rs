@@ -1,8 +1,8 @@
 //! Page 1 from the head of a long JSON text ([`super::early`]) is the page the full path
 //! writes, and every page after it too; texts the head cannot speak for take the full path.
 
-use proptest::prelude::*;
 use mcp_budget_core::paginate::Document;
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::Boundary;
@@ -186,6 +186,28 @@ fn a_long_directory_tree_takes_the_head_and_pages_the_same() {
 }
 
 #[test]
+fn the_same_text_shaped_again_gets_the_same_id_and_page_1() {
+    let text = serde_json::to_string_pretty(&tree(6_000, 5)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(&dir, 2_000);
+    let first = b.shape_call_result("t", result_of(&text), 0);
+    let want = pages(&b, &first);
+    // After the parse and every page: page 1 as it went out, the same pages after it.
+    let again = b.shape_call_result("t", result_of(&text), 0);
+    assert_eq!(again, first);
+    assert_eq!(pages(&b, &again), want);
+    // Another budget, or another text: another response.
+    let other = boundary(&dir, 1_500).shape_call_result("t", result_of(&text), 0);
+    assert_ne!(other["_meta"], first["_meta"]);
+    let changed = text.replacen("file_", "file-", 1);
+    let changed = b.shape_call_result("t", result_of(&changed), 0);
+    assert_ne!(
+        changed["_meta"]["mcp-budget/page"]["response_id"],
+        first["_meta"]["mcp-budget/page"]["response_id"]
+    );
+}
+
+#[test]
 fn texts_the_head_cannot_speak_for_take_the_full_path() {
     let good = serde_json::to_string_pretty(&tree(3_000, 4)).unwrap();
     let cut = &good[..good.len() - 10];
@@ -238,8 +260,10 @@ fn pages_survive_the_store_letting_the_source_text_go() {
     let first = b.shape_call_result("t", result_of(&text), 0);
     let want = reassembled(&first, &pages(&b, &first));
     assert_eq!(want, serde_json::from_str::<Value>(&text).unwrap());
-    // Spilled (its source text, or its tree once parsed): the same document comes back.
-    let first = b.shape_call_result("t", result_of(&text), 0);
+    // Spilled (its source text, or its tree once parsed): the same document comes back. (The
+    // compact text of the same tree: another response, not the one kept above.)
+    let compact = serde_json::to_string(&tree(6_000, 5)).unwrap();
+    let first = b.shape_call_result("t", result_of(&compact), 0);
     b.store.memory().unwrap().push_out_all();
     assert_eq!(reassembled(&first, &pages(&b, &first)), want);
 }

@@ -216,6 +216,13 @@ pub(crate) fn page(
     encoding: &Encoding,
     names: &ToolNames,
 ) -> Option<SeqPage> {
+    if k == 0
+        && let Some((at, first)) = &entry.first_page
+        && *at == budget
+    {
+        // Page 1 of an entry made from its source text, as it went out.
+        return Some(first.clone());
+    }
     let docs = entry.docs()?;
     let mut book = entry.book.lock().ok()?;
     let (mut item, mut pos): SeqPos = book.positions.get(k)?.clone();

@@ -98,6 +98,13 @@ pub(crate) struct Entry {
     /// was read, so that the pages this request adds can be written back
     /// ([`super::remote`]).
     pub(crate) remote: Option<super::remote::Mark>,
+    /// For an entry made from its source text: page 1 as it went out, cut from the text's
+    /// head, with the budget it was cut at; given again for that page (the page book's next
+    /// position is where it ended, whatever a page cut from the whole would end at).
+    pub(crate) first_page: Option<(usize, crate::boundary::walk::SeqPage)>,
+    /// For an entry made from its source text: a hash of that text (with the budget and
+    /// precision, which the entry has too), telling the same result shaped again.
+    pub(crate) source: Option<u64>,
 }
 
 /// The total a page's meta item shows: `total_tokens` (exact) or `total_tokens_estimate`.
@@ -232,6 +239,8 @@ impl Entry {
             reloadable: AtomicBool::new(scan.reloadable),
             principal: Arc::from(""),
             remote: None,
+            first_page: None,
+            source: None,
         }
     }
 
@@ -286,13 +295,24 @@ impl Entry {
             reloadable: AtomicBool::new(true),
             principal: Arc::from(""),
             remote: None,
+            first_page: None,
+            source: None,
         }
     }
 
-    /// The entry with the page book `book` (the pages already computed, e.g. page 1 from the
-    /// head of its text).
-    pub(crate) fn with_book(mut self, book: PageBook) -> Entry {
+    /// The entry with page 1 as it went out (`page`, cut at `budget` from the head of its
+    /// source text), the page book it left (`book`: where page 2 starts) and the hash of its
+    /// source text (see [`Entry::from_source`]).
+    pub(crate) fn with_first_page(
+        mut self,
+        budget: usize,
+        page: crate::boundary::walk::SeqPage,
+        book: PageBook,
+        source: u64,
+    ) -> Entry {
+        self.first_page = Some((budget, page));
         self.book = Mutex::new(book);
+        self.source = Some(source);
         self
     }
 
@@ -666,6 +686,8 @@ impl Entry {
             reloadable: AtomicBool::new(self.reloadable.load(Ordering::Relaxed)),
             principal: Arc::clone(&self.principal),
             remote: None,
+            first_page: None,
+            source: None,
         })
     }
 
