@@ -130,7 +130,9 @@ pub fn head(text: &str, min_bytes: usize) -> Option<Head> {
 /// Whether the whole of `text` is one strict JSON value (nesting at most 128 deep) in which
 /// no object on the open chain of its head (the containers along `last`, the head's
 /// [`Head::last`]) has a key twice: then the head's units up to `last` are those of the
-/// document. Reads the text once without building it (only the chain's keys are kept).
+/// document. Reads the text once without building it (only the chain's keys are kept), as
+/// `Value` reads it: an object whose first key is one of `serde_json`'s private tokens is what
+/// `Value` makes of it (see `Skip`).
 pub fn rest_agrees(text: &str, last: &[usize]) -> bool {
     let mut de = serde_json::Deserializer::from_str(text);
     Chain { path: last }.deserialize(&mut de).is_ok() && de.end().is_ok()
@@ -176,7 +178,7 @@ impl<'de> Visitor<'de> for Chain<'_> {
         loop {
             let more = match self.down(i) {
                 Some(chain) => seq.next_element_seed(chain)?.is_some(),
-                None => seq.next_element::<IgnoredAny>()?.is_some(),
+                None => seq.next_element_seed(Skip)?.is_some(),
             };
             if !more {
                 return Ok(());
@@ -189,16 +191,156 @@ impl<'de> Visitor<'de> for Chain<'_> {
         let mut seen = HashSet::new();
         let mut i = 0;
         while let Some(key) = map.next_key::<String>()? {
+            if i == 0 && (key == NUMBER_TOKEN || key == RAW_TOKEN) {
+                // `serde_json` reads such an object as something else (see `Skip`).
+                return Err(de::Error::custom("a serde_json token as the first key"));
+            }
             if !seen.insert(key) {
                 return Err(de::Error::custom("a key repeated in an object of the head"));
             }
             match self.down(i) {
                 Some(chain) => map.next_value_seed(chain)?,
-                None => map.next_value::<IgnoredAny>().map(drop)?,
+                None => map.next_value_seed(Skip)?,
             }
             i += 1;
         }
         Ok(())
+    }
+}
+
+/// The first keys by which `serde_json` (with the workspace's `arbitrary_precision`, and
+/// `raw_value` that the proxy turns on) reads an object as a number or a raw value instead:
+/// `{"$serde_json::private::Number":"12"}` is the number 12 to `Value`, and an object with
+/// more members after it does not parse at all.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+const RAW_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// Reads any value as [`Value`]'s deserializer would, without building it: objects whose first
+/// key is [`NUMBER_TOKEN`] must hold a number's spelling (then `serde_json` requires that one
+/// member only, as for `Value`); [`RAW_TOKEN`] is refused (never in a text `Value` reads as an
+/// object: the caller takes the full path). Other keys, strings and scalars are read, not kept.
+struct Skip;
+
+impl<'de> DeserializeSeed<'de> for Skip {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Skip {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Skip)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        match map.next_key_seed(FirstKey)? {
+            None => return Ok(()),
+            Some(FirstKind::Number) => {
+                // A number (`serde_json` hands `arbitrary_precision` numbers over this way),
+                // or an object spelled like one: the same to `Value`.
+                return map.next_value_seed(NumberSpelling);
+            }
+            Some(FirstKind::Raw) => {
+                return Err(de::Error::custom("a serde_json raw value token as a key"));
+            }
+            Some(FirstKind::Other) => map.next_value_seed(Skip)?,
+        }
+        while map.next_key::<IgnoredAny>()?.is_some() {
+            map.next_value_seed(Skip)?;
+        }
+        Ok(())
+    }
+}
+
+/// What a first key is to `Value`.
+enum FirstKind {
+    Number,
+    Raw,
+    Other,
+}
+
+/// Classifies a first key without keeping it.
+struct FirstKey;
+
+impl<'de> DeserializeSeed<'de> for FirstKey {
+    type Value = FirstKind;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<FirstKind, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FirstKey {
+    type Value = FirstKind;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<FirstKind, E> {
+        Ok(match v {
+            NUMBER_TOKEN => FirstKind::Number,
+            RAW_TOKEN => FirstKind::Raw,
+            _ => FirstKind::Other,
+        })
+    }
+}
+
+/// The value under [`NUMBER_TOKEN`]: a string `serde_json` reads as a number.
+struct NumberSpelling;
+
+impl<'de> DeserializeSeed<'de> for NumberSpelling {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NumberSpelling {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a number's spelling")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        v.parse::<serde_json::Number>()
+            .map(drop)
+            .map_err(|_| E::custom("not a number's spelling"))
     }
 }
 
@@ -256,6 +398,21 @@ mod tests {
         let trailing = r#"[{"a":1},{"b":2}] x"#;
         let h = head(trailing, 8).unwrap();
         assert!(!rest_agrees(trailing, &h.last));
+        // Objects `serde_json` reads as a number or a raw value (`Value` does not parse the
+        // first; the head cannot speak for the second).
+        for odd in [
+            r#"[{"a":1},{"$serde_json::private::Number":"1","b":2}]"#,
+            r#"[{"a":1},{"$serde_json::private::Number":"x"}]"#,
+            r#"[{"a":1},{"$serde_json::private::RawValue":"[1]"}]"#,
+        ] {
+            let h = head(odd, 8).unwrap();
+            assert!(!rest_agrees(odd, &h.last), "{odd}");
+            assert!(serde_json::from_str::<Value>(odd).is_err() || odd.contains("RawValue"));
+        }
+        let number = r#"[{"a":1},{"$serde_json::private::Number":"12"},3.5e7,-0]"#;
+        let h = head(number, 8).unwrap();
+        assert!(rest_agrees(number, &h.last));
+        assert_eq!(serde_json::from_str::<Value>(number).unwrap()[1], json!(12));
         let nan = r#"[{"a":1},{"b":NaN}]"#;
         let h = head(nan, 8).unwrap();
         assert!(!rest_agrees(nan, &h.last));

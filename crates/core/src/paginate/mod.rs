@@ -232,6 +232,11 @@ impl Position {
         }
     }
 
+    /// Whether this position is inside an object key (a page ended in a long key).
+    pub fn in_key(&self) -> bool {
+        matches!(&self.0, Pos::Json(steps) if path::ends_in_key(steps))
+    }
+
     pub(crate) fn json(steps: Vec<usize>) -> Position {
         Position(Pos::Json(steps))
     }

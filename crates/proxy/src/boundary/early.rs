@@ -13,9 +13,9 @@
 //! next page waits for it), with the blob offload the full path applies.
 //!
 //! Page 1 is the page [`super::call::shape_full`] writes for the same result, save two things:
-//! the response id (made from a hash of the source text, budget and precision, not from the
-//! rendering: the same text shaped again gets the same id and page 1, which the entry keeps as
-//! it went out, [`Entry::with_first_page`]) and the `total_tokens_estimate` (from the head's
+//! the response id (fresh, not derived from the rendering: the same text shaped twice gets two
+//! ids; the entry keeps page 1 as it went out, [`Entry::with_first_page`]) and the
+//! `total_tokens_estimate` (from the head's
 //! tokens per byte and the text's length scaled by the head's compact-to-source ratio; an
 //! estimate either way). Its units, cut and cursor are the full path's (`early_tests`
 //! compares them); should the head's page ever end elsewhere, it is still a page of the
@@ -28,8 +28,8 @@
 //! `overflow = "summary"` for the tool. Anything else, a head that does not parse strictly, a
 //! string in the head long enough to be a blob, or a check that fails: the full path.
 
-use std::hash::Hasher;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use mcp_budget_core::head;
 use mcp_budget_core::paginate::Document;
@@ -111,32 +111,46 @@ pub(crate) fn shape(
         // Most of the text anyway, or a string the full path may offload as a blob.
         return None;
     }
-    let mut extra = item.as_object().cloned().unwrap_or_default();
-    extra.remove("type");
-    extra.remove("text");
+    // The item's other members (`annotations`, `_meta`), without copying its text.
+    let extra: Map<String, Value> = item
+        .as_object()?
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "type" | "text"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
 
     let last = head.last.clone();
     let precision = rule.precision;
     let (page1, agrees) = std::thread::scope(|s| {
-        let check = s.spawn(|| head::rest_agrees(text, &last));
+        let check = std::thread::Builder::new()
+            .name("mcp-budget-check".into())
+            .spawn_scoped(s, || head::rest_agrees(text, &last));
         let page1 = page_of_head(b, head, &extra, text, budget, precision);
-        (page1, check.join().unwrap_or(false))
+        let agrees = match check {
+            Ok(check) => check.join().unwrap_or(false),
+            // No thread to be had: check here, after page 1.
+            Err(_) => page1.is_some() && head::rest_agrees(text, &last),
+        };
+        (page1, agrees)
     });
-    let (page1, sheet) = page1?;
+    let (new, sheet) = page1?;
     if !agrees {
         return None;
     }
+    let book = new.tmp.book.into_inner().ok()?;
+    let obj = result.as_object_mut()?;
 
-    // Committed. The text moves into the entry (room for its tree is made by the thread that
-    // parses it: pushing older content out takes milliseconds page 1 need not wait for).
-    let source = match result
+    // Committed: nothing below fails. The text moves into the entry (room for its tree is
+    // made by the thread that parses it: pushing older content out takes milliseconds page 1
+    // need not wait for).
+    let source = match obj
         .get_mut("content")
         .and_then(|c| c.get_mut(0))
         .and_then(|i| i.get_mut("text"))
         .map(Value::take)
     {
         Some(Value::String(t)) => t,
-        _ => return None,
+        _ => String::new(),
     };
     let bytes_pre = source.len() as u64;
     let pre_texts = if b.telemetry.is_some() {
@@ -144,36 +158,29 @@ pub(crate) fn shape(
     } else {
         Vec::new()
     };
-    let entry = match page1 {
-        Page1::Kept(entry) => entry,
-        Page1::New(new) => {
-            let blobs = b.blobs.clone();
-            let prep = Prep(Box::new(move |docs: &mut Vec<Document>| {
-                for d in docs {
-                    if let Document::Json(v) = d {
-                        blobs.offload_in_value(v);
-                    }
-                }
-            }));
-            let book = new.tmp.book.into_inner().ok()?;
-            let entry = Entry::from_source(
-                new.tmp.id.clone(),
-                source,
-                budget,
-                precision,
-                new.bytes,
-                new.bytes.saturating_mul(TREE_BYTES_PER_BYTE),
-                prep,
-            )
-            .with_estimate(new.estimate)
-            .with_parts(vec![Carrier::Text(extra.clone())], None)
-            .with_principal(&b.principal)
-            .with_first_page(budget, sheet.page.clone(), book, new.hash);
-            let entry = b.store.keep(entry);
-            parse_in_background(&entry, b);
-            entry
+    let blobs = b.blobs.clone();
+    let prep = Prep(Box::new(move |docs: &mut Vec<Document>| {
+        for d in docs {
+            if let Document::Json(v) = d {
+                blobs.offload_in_value(v);
+            }
         }
-    };
+    }));
+    let entry = Entry::from_source(
+        new.tmp.id.clone(),
+        source,
+        budget,
+        precision,
+        new.bytes,
+        new.bytes.saturating_mul(TREE_BYTES_PER_BYTE),
+        prep,
+    )
+    .with_estimate(new.estimate)
+    .with_parts(vec![Carrier::Text(extra.clone())], None)
+    .with_principal(&b.principal)
+    .with_first_page(budget, sheet.page.clone(), book);
+    let entry = b.store.keep(entry);
+    parse_in_background(&entry, b);
 
     let page = sheet.page;
     let id = entry.id.clone();
@@ -186,10 +193,10 @@ pub(crate) fn shape(
     }
     items.push(json!({"type":"text","text":page.meta}));
     let page_meta = walk::page_meta(&id, &page, &entry);
-    let obj = result.as_object_mut()?;
     obj.insert("content".into(), Value::Array(items));
-    if let Some(twin) = twin {
-        let sc = obj.get_mut("structuredContent").map(Value::take)?;
+    if let Some(twin) = twin
+        && let Some(sc) = obj.get_mut("structuredContent").map(Value::take)
+    {
         let shown = page
             .parts
             .first()
@@ -216,30 +223,20 @@ pub(crate) fn shape(
     })
 }
 
-/// Page 1 of a text, from its head ([`page_of_head`]).
-enum Page1 {
-    /// The same text was shaped before (same source hash, budget and precision): its entry
-    /// and its page 1, as it went out then.
-    Kept(Arc<Entry>),
-    /// Page 1 of a new response.
-    New(Box<NewPage>),
-}
-
-/// A new response: an entry of the head alone (`tmp`: its page book holds where page 2
-/// starts).
+/// A new response's page 1, on an entry of the head alone (`tmp`: its page book holds where
+/// page 2 starts).
 struct NewPage {
     tmp: Entry,
     /// The total page 1 shows.
     estimate: u64,
     /// Estimated bytes of the whole compact rendering.
     bytes: usize,
-    /// Hash of the source text.
-    hash: u64,
 }
 
-/// Page 1 of `text` (its head is `head`): the kept entry's when the same text was shaped
-/// before, else cut from the head, with the estimate it shows. `None` when the page is not one
-/// the whole document would have (it fits whole, or ends past the head's last whole unit).
+/// Page 1 of `text`, cut from its head `head`, with the estimate it shows. `None` when the page
+/// is not one the whole document has: it fits whole, ends past the head's last whole unit, or
+/// ends inside a key (a key is cut only where no other key of its object equals the rest of
+/// it, and the head does not hold all the keys of the objects it cuts through).
 fn page_of_head(
     b: &Boundary,
     head: head::Head,
@@ -247,36 +244,8 @@ fn page_of_head(
     text: &str,
     budget: usize,
     precision: u32,
-) -> Option<(Page1, parts::Sheet)> {
+) -> Option<(NewPage, parts::Sheet)> {
     let enc = &b.encoding;
-    let names = b.names();
-    // FxHash, 8 bytes a step (~3 ms for 12 MB, beside the check on the other thread).
-    let hash = {
-        let mut h = rustc_hash::FxHasher::default();
-        h.write(text.as_bytes());
-        h.write_usize(text.len());
-        h.finish()
-    };
-    let carriers = [Carrier::Text(extra.clone())];
-    let same = |e: &Entry| {
-        e.source == Some(hash)
-            && e.budget == budget
-            && e.precision == precision
-            && e.carriers == carriers
-    };
-    let seed: [&[u8]; 4] = [
-        b"source",
-        &hash.to_le_bytes(),
-        &(budget as u64).to_le_bytes(),
-        &precision.to_le_bytes(),
-    ];
-    let id = match b.store.find_or_id(&b.principal, &seed, &same) {
-        Ok(kept) => {
-            let sheet = parts::page_in_budget(&kept, 0, budget, enc, &names, true)?;
-            return Some((Page1::Kept(kept), sheet));
-        }
-        Err(id) => id,
-    };
     let doc = Document::Json(head.value);
     let (rendered, _, sample) = walk::doc_form_till(&doc, precision, enc, false, budget);
     // Within the budget: the head is the whole of a very compressible text's page 1 or more.
@@ -286,22 +255,31 @@ fn page_of_head(
         .unwrap_or(usize::MAX);
     drop(rendered);
     let estimate = walk::estimate_one(bytes, sample, budget);
+    // A fresh id: ids derived from the content would hash the whole text on the reply path,
+    // and telling two texts apart by an unkeyed hash is not safe (the full path's keyed
+    // fingerprint would cost more still).
+    static SERIAL: AtomicU64 = AtomicU64::new(0);
+    let serial = SERIAL.fetch_add(1, Ordering::Relaxed).to_le_bytes();
+    let id = b
+        .store
+        .find_or_id(&b.principal, &[b"source", &serial], &|_| false)
+        .err()?;
     let tmp = Entry::new(id, vec![doc], vec![budget + 1], budget, precision, bytes)
         .with_estimate(estimate)
-        .with_parts(carriers.to_vec(), None)
+        .with_parts(vec![Carrier::Text(extra.clone())], None)
         .with_principal(&b.principal);
-    let sheet = parts::page_in_budget(&tmp, 0, budget, enc, &names, true)?;
+    let sheet = parts::page_in_budget(&tmp, 0, budget, enc, &b.names(), true)?;
     let ends_in_head = {
         let book = tmp.book.lock().ok()?;
-        matches!(book.positions.get(1), Some((0, end)) if end.at_or_before(&head.last))
+        matches!(book.positions.get(1),
+            Some((0, end)) if end.at_or_before(&head.last) && !end.in_key())
     };
     let new = NewPage {
         tmp,
         estimate,
         bytes,
-        hash,
     };
-    (ends_in_head && sheet.page.next_cursor.is_some()).then_some((Page1::New(Box::new(new)), sheet))
+    (ends_in_head && sheet.page.next_cursor.is_some()).then_some((new, sheet))
 }
 
 /// Whether `v` has a string value longer than `bytes` (a blob candidate; keys are not).

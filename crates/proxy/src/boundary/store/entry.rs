@@ -102,9 +102,6 @@ pub(crate) struct Entry {
     /// head, with the budget it was cut at; given again for that page (the page book's next
     /// position is where it ended, whatever a page cut from the whole would end at).
     pub(crate) first_page: Option<(usize, crate::boundary::walk::SeqPage)>,
-    /// For an entry made from its source text: a hash of that text (with the budget and
-    /// precision, which the entry has too), telling the same result shaped again.
-    pub(crate) source: Option<u64>,
 }
 
 /// The total a page's meta item shows: `total_tokens` (exact) or `total_tokens_estimate`.
@@ -240,7 +237,6 @@ impl Entry {
             principal: Arc::from(""),
             remote: None,
             first_page: None,
-            source: None,
         }
     }
 
@@ -296,23 +292,20 @@ impl Entry {
             principal: Arc::from(""),
             remote: None,
             first_page: None,
-            source: None,
         }
     }
 
     /// The entry with page 1 as it went out (`page`, cut at `budget` from the head of its
-    /// source text), the page book it left (`book`: where page 2 starts) and the hash of its
-    /// source text (see [`Entry::from_source`]).
+    /// source text) and the page book it left (`book`: where page 2 starts); see
+    /// [`Entry::from_source`].
     pub(crate) fn with_first_page(
         mut self,
         budget: usize,
         page: crate::boundary::walk::SeqPage,
         book: PageBook,
-        source: u64,
     ) -> Entry {
         self.first_page = Some((budget, page));
         self.book = Mutex::new(book);
-        self.source = Some(source);
         self
     }
 
@@ -490,8 +483,7 @@ impl Entry {
             // Made from its source text: the first parse is kept (it is the one that applies
             // `prep`).
             drop(body);
-            self.load().ok()?;
-            return self.body.lock().ok()?.tree.clone();
+            return self.load_tree().ok().map(|(tree, _)| tree);
         }
         let texts = read_texts(&body).ok()?;
         drop(body);
@@ -565,9 +557,15 @@ impl Entry {
     /// # Errors
     /// [`LoadError`] when the spill file cannot be read back.
     pub(crate) fn load(&self) -> Result<bool, LoadError> {
+        self.load_tree().map(|(_, parsed)| parsed)
+    }
+
+    /// [`Entry::load`], returning the tree too (taken under the same lock: the store may let
+    /// it go again as soon as the lock is released).
+    fn load_tree(&self) -> Result<(Arc<Vec<Document>>, bool), LoadError> {
         let mut body = self.body.lock().map_err(|_| LoadError::Gone)?;
-        if body.tree.is_some() {
-            return Ok(false);
+        if let Some(tree) = &body.tree {
+            return Ok((Arc::clone(tree), false));
         }
         let texts = read_texts(&body)?;
         let mut docs = self.parse(texts)?;
@@ -584,9 +582,10 @@ impl Entry {
         }
         body.tree_bytes = docs_heap_bytes(&docs);
         self.tree_estimate.store(body.tree_bytes, Ordering::Relaxed);
-        body.tree = Some(Arc::new(docs));
+        let tree = Arc::new(docs);
+        body.tree = Some(Arc::clone(&tree));
         self.publish(&body);
-        Ok(true)
+        Ok((tree, true))
     }
 
     /// Lets the tree go, keeping the content as text (rendered now when there is neither
@@ -687,7 +686,6 @@ impl Entry {
             principal: Arc::clone(&self.principal),
             remote: None,
             first_page: None,
-            source: None,
         })
     }
 
