@@ -10,6 +10,7 @@ use super::call;
 use super::early;
 use super::parts;
 use super::store::Entry;
+use super::structured_cache_tests::pages;
 use crate::config::Settings;
 
 fn boundary(dir: &tempfile::TempDir, budget: usize) -> Boundary {
@@ -29,24 +30,6 @@ fn result_of(text: &str) -> Value {
 /// As server-filesystem's `directory_tree` answers: the text again in structuredContent.
 fn with_twin(text: &str) -> Value {
     json!({"content": [{"type": "text", "text": text}], "structuredContent": {"content": text}})
-}
-
-/// Every `read_more` page after `first` (each whole result).
-fn pages(b: &Boundary, first: &Value) -> Vec<Value> {
-    let mut out = Vec::new();
-    let mut meta = first["_meta"]["mcp-budget/page"].clone();
-    for _ in 0..100_000 {
-        let Some(cursor) = meta["next_cursor"].as_str() else {
-            return out;
-        };
-        let next = b
-            .answer_injected(&json!({"name": "read_more", "arguments": {"cursor": cursor}}))
-            .unwrap();
-        assert!(next.get("isError").is_none(), "{next}");
-        meta = next["_meta"]["mcp-budget/page"].clone();
-        out.push(next);
-    }
-    panic!("too many pages");
 }
 
 /// The document a client reassembles from page 1 and the pages after it.

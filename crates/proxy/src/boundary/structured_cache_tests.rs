@@ -31,8 +31,8 @@ fn rows(n: usize) -> Value {
     )
 }
 
-/// Page 1 and every `read_more` page after it (each whole result).
-fn pages(b: &Boundary, first: &Value) -> Vec<Value> {
+/// Every `read_more` page after `first` (each whole result).
+pub(super) fn pages(b: &Boundary, first: &Value) -> Vec<Value> {
     let mut out = Vec::new();
     let mut meta = first["_meta"]["mcp-budget/page"].clone();
     for _ in 0..10_000 {

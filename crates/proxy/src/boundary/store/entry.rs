@@ -23,7 +23,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use mcp_budget_core::paginate::{Document, Position};
+use mcp_budget_core::paginate::Document;
 use mcp_budget_core::tokens::Encoding;
 use serde_json::Value;
 
@@ -218,11 +218,7 @@ impl Entry {
             structured: None,
             array_of: None,
             tables: false,
-            book: Mutex::new(PageBook {
-                positions: vec![(0, Position::start())],
-                next_of: std::collections::HashMap::new(),
-                ordinals: vec![0],
-            }),
+            book: Mutex::new(PageBook::start()),
             body: Mutex::new(Body {
                 tree: Some(Arc::new(docs)),
                 tree_bytes: scan.heap,
@@ -258,41 +254,19 @@ impl Entry {
     ) -> Entry {
         let texts = vec![source];
         let text_bytes = texts_heap_bytes(&texts);
-        Entry {
-            id,
-            doc_tokens: vec![budget + 1],
-            total: OnceLock::new(),
-            estimate: budget as u64 + 1,
-            budget,
-            precision,
-            bytes,
-            json: vec![true],
-            fingerprint: None,
-            carriers: Vec::new(),
-            structured: None,
-            array_of: None,
-            tables: false,
-            book: Mutex::new(PageBook {
-                positions: vec![(0, Position::start())],
-                next_of: std::collections::HashMap::new(),
-                ordinals: vec![0],
-            }),
-            body: Mutex::new(Body {
-                text: Some(texts),
-                text_bytes,
-                prep: Some(prep),
-                ..Body::default()
-            }),
-            resident: AtomicUsize::new(text_bytes),
-            on_disk: AtomicUsize::new(0),
-            tree_estimate: AtomicUsize::new(tree_estimate),
-            tree_in: AtomicBool::new(false),
-            text_in: AtomicBool::new(true),
-            reloadable: AtomicBool::new(true),
-            principal: Arc::from(""),
-            remote: None,
-            first_page: None,
-        }
+        let mut entry = Entry::new(id, Vec::new(), vec![budget + 1], budget, precision, bytes);
+        entry.json = vec![true];
+        entry.body = Mutex::new(Body {
+            text: Some(texts),
+            text_bytes,
+            prep: Some(prep),
+            ..Body::default()
+        });
+        entry.resident = AtomicUsize::new(text_bytes);
+        entry.tree_estimate = AtomicUsize::new(tree_estimate);
+        entry.tree_in = AtomicBool::new(false);
+        entry.text_in = AtomicBool::new(true);
+        entry
     }
 
     /// The entry with page 1 as it went out (`page`, cut at `budget` from the head of its
@@ -671,11 +645,7 @@ impl Entry {
             structured: self.structured.clone(),
             array_of: self.array_of,
             tables: self.tables,
-            book: Mutex::new(PageBook {
-                positions: vec![(0, Position::start())],
-                next_of: std::collections::HashMap::new(),
-                ordinals: vec![0],
-            }),
+            book: Mutex::new(PageBook::start()),
             resident: AtomicUsize::new(body.resident()),
             body: Mutex::new(body),
             on_disk: AtomicUsize::new(0),

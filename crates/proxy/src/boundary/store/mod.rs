@@ -88,6 +88,17 @@ pub(crate) struct PageBook {
     pub(crate) ordinals: Vec<usize>,
 }
 
+impl PageBook {
+    /// The book of a response no page of which is computed yet: page 1 at the start.
+    pub(crate) fn start() -> PageBook {
+        PageBook {
+            positions: vec![(0, Position::start())],
+            next_of: HashMap::new(),
+            ordinals: vec![0],
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Slot {
     entry: Arc<Entry>,
