@@ -389,7 +389,7 @@ fn extension(mime: &str) -> String {
 }
 
 /// Whether `value` holds a string value (not a key) longer than `bytes` bytes. No allocation.
-fn has_string_over(value: &Value, bytes: usize) -> bool {
+pub(crate) fn has_string_over(value: &Value, bytes: usize) -> bool {
     match value {
         Value::String(s) => s.len() > bytes,
         Value::Array(items) => items.iter().any(|v| has_string_over(v, bytes)),

@@ -106,7 +106,8 @@ pub(crate) fn shape(
     };
     let budget = rule.max_tokens.max(mcp_budget_core::MIN_BUDGET_TOKENS);
     let head = head::head(text, budget.saturating_mul(HEAD_BYTES_PER_TOKEN))?;
-    if head.read.saturating_mul(2) > text.len() || has_long_string(&head.value, b.blobs.threshold())
+    if head.read.saturating_mul(2) > text.len()
+        || super::blobs::has_string_over(&head.value, b.blobs.threshold())
     {
         // Most of the text anyway, or a string the full path may offload as a blob.
         return None;
@@ -280,16 +281,6 @@ fn page_of_head(
         bytes,
     };
     (ends_in_head && sheet.page.next_cursor.is_some()).then_some((new, sheet))
-}
-
-/// Whether `v` has a string value longer than `bytes` (a blob candidate; keys are not).
-fn has_long_string(v: &Value, bytes: usize) -> bool {
-    match v {
-        Value::String(s) => s.len() > bytes,
-        Value::Array(a) => a.iter().any(|c| has_long_string(c, bytes)),
-        Value::Object(m) => m.values().any(|c| has_long_string(c, bytes)),
-        _ => false,
-    }
 }
 
 /// Parses `entry`'s source text (after making room for its tree in the store) and counts its

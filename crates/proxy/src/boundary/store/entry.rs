@@ -5,7 +5,7 @@
 //!
 //! - **tree**: the parsed documents the pager walks (`serde_json` values with `preserve_order`
 //!   and `arbitrary_precision`: about ten times the bytes of their compact text). Counted by
-//!   [`docs_heap_bytes`], an estimate of their heap use, allocator overhead included.
+//!   `scan_docs`, an estimate of their heap use, allocator overhead included.
 //! - **text**: the exact compact rendering of each document (`serde_json::to_string`, which
 //!   keeps every number's spelling and every key's order; a text document is its text).
 //!   Counted by its bytes.
@@ -184,7 +184,7 @@ pub(crate) enum Demoted {
 }
 
 impl Entry {
-    /// A resident entry: `docs` as the tree, counted by [`docs_heap_bytes`]. `bytes` is the
+    /// A resident entry: `docs` as the tree, counted by `scan_docs`. `bytes` is the
     /// size of the compact rendering (floats rounded).
     pub(crate) fn new(
         id: String,
@@ -543,18 +543,18 @@ impl Entry {
         }
         let texts = read_texts(&body)?;
         let mut docs = self.parse(texts)?;
-        if let Some(prep) = body.prep.take() {
-            // The source text (maybe pretty, maybe with blobs `prep` takes out) is not the
+        let prepped = body.prep.take().map(|prep| (prep.0)(&mut docs)).is_some();
+        let scan = scan_docs(&docs, self.precision);
+        if prepped {
+            // The source text (maybe pretty, maybe with blobs `prep` took out) is not the
             // exact text of the tree: let it go; `drop_tree` renders the exact one.
-            (prep.0)(&mut docs);
             body.text = None;
             body.text_bytes = 0;
             body.file = None;
             self.on_disk.store(0, Ordering::Relaxed);
-            let scan = scan_docs(&docs, self.precision);
             self.reloadable.store(scan.reloadable, Ordering::Relaxed);
         }
-        body.tree_bytes = docs_heap_bytes(&docs);
+        body.tree_bytes = scan.heap;
         self.tree_estimate.store(body.tree_bytes, Ordering::Relaxed);
         let tree = Arc::new(docs);
         body.tree = Some(Arc::clone(&tree));
@@ -747,12 +747,13 @@ struct Scan {
 /// An estimate of the heap bytes of `docs` (what dropping them gives back to the allocator):
 /// every string, number spelling, array buffer, and map (entries vector and hash index), each
 /// with glibc's per-allocation overhead ([`alloc_bytes`]).
+#[cfg(test)]
 pub(crate) fn docs_heap_bytes(docs: &[Document]) -> usize {
     scan_docs(docs, 1).heap
 }
 
-/// An estimate of the heap bytes of one value held outside a document (its nodes only, see
-/// [`docs_heap_bytes`]).
+/// An estimate of the heap bytes of one value held outside a document (its nodes only,
+/// counted as `scan_docs` counts a document's).
 pub(crate) fn value_heap_bytes(v: &Value) -> usize {
     let mut scan = Scan {
         heap: 0,
