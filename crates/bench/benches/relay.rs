@@ -16,7 +16,10 @@
 //!
 //! The `mcp-budget` binary: `MCP_BUDGET_BIN`, else `mcp-budget` beside this bench's target
 //! directory (`target/release/mcp-budget`). `RELAY_CALLS` sets the calls per path (default
-//! 3,000; the first 10% are a warm-up).
+//! 3,000; the first 10% are a warm-up). `RELAY_SERVER="<command> <args>…"` (split at
+//! whitespace) puts another server behind the three paths, e.g. issue 14's own case,
+//! `@modelcontextprotocol/server-everything` (`node …/server-everything/dist/index.js stdio`):
+//! the call is then `echo` with `{"message":"small"}`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -83,9 +86,9 @@ impl Path {
         Some(())
     }
 
-    fn call(&mut self, id: u64) -> Option<Duration> {
+    fn call(&mut self, id: u64, arguments: &Value) -> Option<Duration> {
         let line = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-            "params":{"name":"echo","arguments":{"q":"small"}}})
+            "params":{"name":"echo","arguments":arguments}})
         .to_string();
         let t = Instant::now();
         let v = self.request(&line, &json!(id))?;
@@ -137,20 +140,29 @@ fn main() {
         .unwrap_or(3000);
     let warmup = calls / 10;
     let relay = env!("CARGO_BIN_EXE_copy-relay");
+    // The server behind every path, and the echo's arguments.
+    let (server, arguments, server_name): (Vec<std::ffi::OsString>, Value, String) =
+        match std::env::var("RELAY_SERVER") {
+            Ok(cmd) if !cmd.trim().is_empty() => (
+                cmd.split_whitespace().map(Into::into).collect(),
+                json!({"message": "small"}),
+                cmd.trim().to_owned(),
+            ),
+            _ => (
+                vec![bin.clone().into(), "fixture-server".into()],
+                json!({"q": "small"}),
+                "fixture".to_owned(),
+            ),
+        };
+    let Some((program, server_args)) = server.split_first() else {
+        return;
+    };
     let mut paths: Vec<Path> = [
-        Path::spawn("direct", Command::new(&bin).arg("fixture-server")),
-        Path::spawn(
-            "relay",
-            Command::new(relay).args(["--".as_ref(), bin.as_os_str(), "fixture-server".as_ref()]),
-        ),
+        Path::spawn("direct", Command::new(program).args(server_args)),
+        Path::spawn("relay", Command::new(relay).arg("--").args(&server)),
         Path::spawn(
             "proxy",
-            Command::new(&bin).args([
-                "proxy".as_ref(),
-                "--".as_ref(),
-                bin.as_os_str(),
-                "fixture-server".as_ref(),
-            ]),
+            Command::new(&bin).args(["proxy", "--"]).args(&server),
         ),
     ]
     .into_iter()
@@ -160,12 +172,7 @@ fn main() {
     let baseline = std::env::var_os("MCP_BUDGET_BASELINE").and_then(|b| {
         Path::spawn(
             "baseline",
-            Command::new(b).args([
-                "proxy".as_ref(),
-                "--".as_ref(),
-                bin.as_os_str(),
-                "fixture-server".as_ref(),
-            ]),
+            Command::new(b).args(["proxy", "--"]).args(&server),
         )
     });
     let expected = 3 + usize::from(baseline.is_some());
@@ -182,7 +189,7 @@ fn main() {
         let mut round = [0.0; 4];
         for k in 0..n {
             let p = (k + i as usize) % n;
-            let Some(d) = paths[p].call(10 + i) else {
+            let Some(d) = paths[p].call(10 + i, &arguments) else {
                 eprintln!("the {} path stopped answering", paths[p].name);
                 return;
             };
@@ -197,7 +204,7 @@ fn main() {
         }
     }
     println!(
-        "\n## Small tools/call round trips ({} calls per path, fixture `echo`)\n",
+        "\n## Small tools/call round trips ({} calls per path, `echo` of {server_name})\n",
         calls - warmup
     );
     println!("| path | median µs |");

@@ -13,6 +13,7 @@ use std::fmt;
 use std::str::FromStr;
 
 mod memo;
+mod split;
 #[cfg(feature = "hf-tokenizer")]
 use std::sync::Arc;
 

@@ -7,9 +7,10 @@
 //! (`":"`, `","`, ` "`, keys, common words) millions of times, and the BPE of one piece costs
 //! an allocation and a backtracking search. This module keeps, per thread and per encoding, a
 //! table piece → count for pieces of at most [`LONG_PIECE_BYTES`] bytes and runs BPE only on
-//! pieces it has not seen. The split and the per-piece counts are the library's own
-//! (`Tokenizer::split`, `bpe.count`), summed as `Tokenizer::count` sums them: the result is
-//! the same number (`tests/tokens_memo.rs` checks it on random and real texts).
+//! pieces it has not seen. The per-piece counts are the library's own (`bpe.count`), summed
+//! as `Tokenizer::count` sums them; the split is the library's split searched with a regex
+//! cache of this thread's (`split.rs`): the result is the same number (`tests/tokens_memo.rs`
+//! checks it on random and real texts, `split.rs` the pieces).
 //!
 //! Memory: at most [`MEMO_ENTRIES`] short pieces (about 1.5 MiB) and [`LONG_TABLE_BYTES`] of
 //! longer ones per encoding per thread; a full table is cleared and refilled, so adversarial
@@ -20,7 +21,10 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
 use bpe_openai::Tokenizer;
+use regex_automata::meta::Cache;
 use rustc_hash::FxHasher;
+
+use super::split;
 
 /// Pieces of at most this many bytes (UTF-8) are memoized with an inline key.
 pub(crate) const MEMO_PIECE_BYTES: usize = 31;
@@ -97,13 +101,41 @@ thread_local! {
     static TABLES: RefCell<[Memo; 2]> = RefCell::new([Memo::default(), Memo::default()]);
 }
 
+thread_local! {
+    /// The regex cache of each encoding's split on this thread (see `split.rs`).
+    static CACHES: RefCell<[Option<Cache>; 2]> = const { RefCell::new([None, None]) };
+}
+
+/// Runs `f` on the pre-tokenizer pieces of `text` (already normalized) and the memo of
+/// `which`: the pieces of `split.rs`, searched with this thread's regex cache, or the library's
+/// own `Tokenizer::split` if that splitter could not be built.
+fn with_pieces<R>(
+    tokenizer: &Tokenizer,
+    which: Which,
+    text: &str,
+    f: impl FnOnce(&mut dyn Iterator<Item = &str>, &mut Memo) -> R,
+) -> R {
+    let splitter = match which {
+        Which::Cl100k => split::CL100K_BASE.as_ref(),
+        Which::O200k => split::O200K_BASE.as_ref(),
+    };
+    TABLES.with_borrow_mut(|tables| {
+        let memo = &mut tables[which as usize];
+        let Some(splitter) = splitter else {
+            return f(&mut tokenizer.split(text), memo);
+        };
+        CACHES.with_borrow_mut(|caches| {
+            let cache = caches[which as usize].get_or_insert_with(|| splitter.cache());
+            f(&mut splitter.pieces(cache, text), memo)
+        })
+    })
+}
+
 /// `tokenizer.count(text)` (tokens), with the memo of `which`.
 pub(crate) fn count(tokenizer: &Tokenizer, which: Which, text: &str) -> usize {
     let normalized = tokenizer.normalize(text);
-    TABLES.with_borrow_mut(|tables| {
-        let memo = &mut tables[which as usize];
-        tokenizer
-            .split(normalized.as_str())
+    with_pieces(tokenizer, which, normalized.as_str(), |pieces, memo| {
+        pieces
             .map(|piece| {
                 let bytes = piece.as_bytes();
                 memo.piece(tokenizer, bytes)
@@ -123,10 +155,9 @@ pub(crate) fn count_till_limit(
     limit: usize,
 ) -> Result<usize, (usize, usize)> {
     let normalized = tokenizer.normalize(text);
-    TABLES.with_borrow_mut(|tables| {
-        let memo = &mut tables[which as usize];
+    with_pieces(tokenizer, which, normalized.as_str(), |pieces, memo| {
         let (mut consumed, mut bytes) = (0usize, 0usize);
-        for piece in tokenizer.split(normalized.as_str()) {
+        for piece in pieces {
             let piece = piece.as_bytes();
             let remaining = limit - consumed;
             let n = match memo.piece(tokenizer, piece) {
