@@ -125,10 +125,12 @@ fn decide_big(line: Vec<u8>, shared: &Shared) -> Step {
         shared.shaper.is_some() && {
             let mut scanner = Scanner::new();
             scanner.feed(&line[..line.len().min(HEAD_BYTES)]);
-            scanner
-                .partial()
-                .id
-                .is_some_and(|id| shared.pending().is_shaped(&route::id_key(&id)))
+            match scanner.partial().id {
+                Some(id) => shared.pending().is_shaped(&route::id_key(&id)),
+                // The id comes after the result (as the TypeScript SDK writes a response):
+                // parse beside the envelope when any answer is to be shaped.
+                None => shared.pending().any_shaped(),
+            }
         }
     });
     let Some(start) = start else {
@@ -179,13 +181,15 @@ fn parse_value_at(line: &[u8], start: usize) -> Option<(Value, Range<usize>)> {
     Some((value, start..start + values.byte_offset()))
 }
 
-/// Whether the first bytes of a line show a JSON-RPC response: an `id`, a `result` or `error`,
-/// and no `method`, before [`HEAD_BYTES`].
+/// Whether the first bytes of a line show a JSON-RPC response: a top-level `result` or `error`
+/// and no `method` before [`HEAD_BYTES`]. The id may come later: the TypeScript SDK writes
+/// `{"result":…,"jsonrpc":"2.0","id":…}`. A request or notification never has a `result` or
+/// `error` member (JSON-RPC 2.0, section 4), so no line whose order matters is taken for one.
 fn looks_like_response(line: &[u8]) -> bool {
     let mut scanner = Scanner::new();
     scanner.feed(&line[..line.len().min(HEAD_BYTES)]);
     let head = scanner.partial();
-    head.id.is_some() && head.has_outcome && !head.has_method
+    head.has_outcome && !head.has_method
 }
 
 /// What to do with one line from the server.
@@ -490,6 +494,55 @@ mod tests {
         let answer = shape_with_failing_shaper(strict);
         let v: Value = serde_json::from_slice(&answer).unwrap_or_default();
         assert_eq!(v["error"]["code"], reply::INTERNAL_ERROR, "{v}");
+    }
+
+    /// A long response as the TypeScript SDK writes it (`id` after `result`), and a relay
+    /// waiting for the answer to `tools/call` 3.
+    fn id_last_response() -> (Vec<u8>, Shared) {
+        let text = "x".repeat(OFFLOAD_BYTES + 10);
+        let line = format!(
+            r#"{{"result":{{"content":[{{"type":"text","text":"{text}"}}]}},"jsonrpc":"2.0","id":3}}"#
+        )
+        .into_bytes();
+        let shared = Shared {
+            pending: std::sync::Mutex::new(route::Pending::default()),
+            shaper: Some(Arc::new(Failing)),
+            max_line_bytes: usize::MAX,
+        };
+        let entry = Entry {
+            raw_id: b"3".as_slice().into(),
+            method: "tools/call".into(),
+            track: Track::Call { tool: "t".into() },
+            sent_at: Instant::now(),
+            last_heard: Instant::now(),
+            progress_token: None,
+            cancelled: false,
+        };
+        let inserted = shared.pending().insert(route::id_key(b"3"), entry);
+        assert!(matches!(inserted, Ok(None)));
+        (line, shared)
+    }
+
+    #[test]
+    fn a_long_response_with_its_id_last_is_offloaded_and_parsed_beside_its_envelope() {
+        let (line, shared) = id_last_response();
+        assert!(
+            looks_like_response(&line),
+            "the head holds `result`, not `id`"
+        );
+        let Step::Shape(job) = decide_big(line, &shared) else {
+            panic!("the answer to tools/call 3 is shaped");
+        };
+        assert!(
+            job.value.is_some(),
+            "the result was parsed beside the envelope"
+        );
+        assert_eq!(&*job.entry.raw_id, b"3");
+        // A request or notification is never taken for a response.
+        let mut note = br#"{"method":"notifications/message","params":{"data":""#.to_vec();
+        note.extend(std::iter::repeat_n(b'x', OFFLOAD_BYTES));
+        note.extend(br#""},"jsonrpc":"2.0"}"#);
+        assert!(!looks_like_response(&note));
     }
 
     #[test]

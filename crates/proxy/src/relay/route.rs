@@ -277,6 +277,12 @@ impl Pending {
         self.map.get(key).is_some_and(|e| e.track != Track::Other)
     }
 
+    /// Whether any waiting request has its answer shaped: for an answer whose id the relay
+    /// has not read yet (the TypeScript SDK writes `id` after `result`).
+    pub(crate) fn any_shaped(&self) -> bool {
+        self.map.values().any(|e| e.track != Track::Other)
+    }
+
     /// Removes and returns the request an answer with this key belongs to.
     pub(crate) fn take(&mut self, key: &[u8]) -> Option<Entry> {
         self.map.remove(key)
