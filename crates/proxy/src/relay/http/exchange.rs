@@ -194,10 +194,14 @@ impl Transport {
     pub(super) async fn hand(&self, mut message: Vec<u8>, initialize: bool) -> bool {
         // Pretty-printed JSON and multi-line SSE data: a line break outside a string is
         // whitespace, and a JSON string holds none.
-        for b in &mut message {
-            if matches!(*b, b'\n' | b'\r') {
-                *b = b' ';
-            }
+        // (memchr: a byte loop costs ~0.5 ms per MB, and most messages hold no line break.)
+        let mut at = 0;
+        while let Some(i) = message
+            .get(at..)
+            .and_then(|m| memchr::memchr2(b'\n', b'\r', m))
+        {
+            message[at + i] = b' ';
+            at += i + 1;
         }
         if message.starts_with(b"\xEF\xBB\xBF") {
             message.drain(..3);

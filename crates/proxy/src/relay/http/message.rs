@@ -7,6 +7,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::super::route::{self, Parsed};
+use super::super::scan::Scanner;
 
 /// The first protocol version without `initialize` and sessions, whose requests carry their
 /// version in `_meta` (MCP 2026-07-28).
@@ -114,16 +115,31 @@ pub(super) fn header_safe(value: &str) -> String {
 }
 
 /// Whether a server message is a response (a `result` or `error`, no `method`): the message
-/// that ends an exchange. Looks for the keys with a fast substring search first, so a 12 MB
-/// result is not scanned byte by byte unless its text holds `"method"`.
+/// that ends an exchange. The top-level keys of the first [`HEAD_BYTES`] decide when they
+/// hold `method` (not a response) or `result`/`error` (a response: JSON-RPC 2.0 gives a
+/// request or notification neither); otherwise a fast substring search for the keys, so a
+/// 12 MB message is scanned byte by byte only when its text holds `"method"`.
 pub(super) fn is_response(message: &[u8]) -> bool {
+    let mut head = Scanner::new();
+    head.feed(&message[..message.len().min(HEAD_BYTES)]);
+    let head = if message.len() <= HEAD_BYTES {
+        head.finish()
+    } else {
+        head.partial()
+    };
+    if head.has_method || head.has_outcome || message.len() <= HEAD_BYTES {
+        return head.has_outcome && !head.has_method;
+    }
     let finder = |key: &[u8]| memchr::memmem::find(message, key).is_some();
     if !finder(b"\"method\"") {
         return finder(b"\"result\"") || finder(b"\"error\"");
     }
-    let scan = super::super::scan::Scanner::scan(message);
+    let scan = Scanner::scan(message);
     scan.has_outcome && !scan.has_method
 }
+
+/// How many first bytes of a message [`is_response`] reads key by key: 64 KiB.
+const HEAD_BYTES: usize = 64 * 1024;
 
 /// The `protocolVersion` of an `initialize` result, if `message` is one.
 pub(super) fn negotiated_version(message: &[u8]) -> Option<String> {
@@ -208,6 +224,33 @@ mod tests {
         assert!(!is_response(
             br#"{"jsonrpc":"2.0","id":5,"method":"roots/list"}"#
         ));
+    }
+
+    #[test]
+    fn long_messages_are_told_apart_by_their_first_keys_or_else_by_all_of_them() {
+        let long = |before: &str, after: &str| {
+            let pad = format!("{}\\\"method\\\": ", "x".repeat(HEAD_BYTES));
+            format!("{before}{pad}{after}").into_bytes()
+        };
+        // Decided by the head: `result` first (the TypeScript SDK's order, id last) …
+        assert!(is_response(&long(
+            r#"{"result":{"content":[{"type":"text","text":""#,
+            r#""}]},"jsonrpc":"2.0","id":1}"#
+        )));
+        // … or `method` first.
+        assert!(!is_response(&long(
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":""#,
+            r#""}}"#
+        )));
+        // The head holds neither: every key counts.
+        assert!(!is_response(&long(
+            r#"{"params":{"data":""#,
+            r#""},"method":"notifications/message","jsonrpc":"2.0"}"#
+        )));
+        assert!(is_response(&long(
+            r#"{"_meta":{"data":""#,
+            r#""},"result":{},"jsonrpc":"2.0","id":1}"#
+        )));
     }
 
     #[test]
