@@ -12,9 +12,9 @@
 //! cache of this thread's (`split.rs`): the result is the same number (`tests/tokens_memo.rs`
 //! checks it on random and real texts, `split.rs` the pieces).
 //!
-//! Memory: at most [`MEMO_ENTRIES`] short pieces (about 1.5 MiB) and [`LONG_TABLE_BYTES`] of
-//! longer ones per encoding per thread; a full table is cleared and refilled, so adversarial
-//! input costs time, never memory.
+//! Memory: at most [`MEMO_ENTRIES`] tiny pieces (≤ 7 bytes, about 0.5 MiB), as many short ones
+//! (about 1.5 MiB) and [`LONG_TABLE_BYTES`] of longer ones per encoding per thread; a full
+//! table is cleared and refilled, so adversarial input costs time, never memory.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -45,9 +45,14 @@ type Key = [u8; MEMO_PIECE_BYTES + 1];
 
 type Hasher = BuildHasherDefault<FxHasher>;
 
+/// Pieces of at most this many bytes (most of them: `":"`, `","`, short words) are memoized
+/// under a `u64` key, cheaper to hash and compare than a [`Key`].
+const TINY_PIECE_BYTES: usize = 7;
+
 /// The memo of one encoding on one thread.
 #[derive(Default)]
 struct Memo {
+    tiny: HashMap<u64, u32, Hasher>,
     short: HashMap<Key, u32, Hasher>,
     long: HashMap<Box<[u8]>, u32, Hasher>,
     long_bytes: usize,
@@ -58,6 +63,22 @@ impl Memo {
     /// to memoize.
     fn piece(&mut self, tokenizer: &Tokenizer, piece: &[u8]) -> Option<usize> {
         let n = piece.len();
+        if n <= TINY_PIECE_BYTES {
+            // The bytes, zero-padded, the length in the last byte.
+            let mut key = [0u8; 8];
+            key[..n].copy_from_slice(piece);
+            key[7] = n as u8;
+            let key = u64::from_le_bytes(key);
+            if let Some(&c) = self.tiny.get(&key) {
+                return Some(c as usize);
+            }
+            let c = tokenizer.bpe.count(piece);
+            if self.tiny.len() >= MEMO_ENTRIES {
+                self.tiny.clear();
+            }
+            self.tiny.insert(key, u32::try_from(c).unwrap_or(u32::MAX));
+            return Some(c);
+        }
         if n <= MEMO_PIECE_BYTES {
             let mut key = [0u8; MEMO_PIECE_BYTES + 1];
             key[..n].copy_from_slice(piece);
@@ -188,6 +209,13 @@ mod tests {
         // A piece and the same piece with trailing NULs must not share a key.
         assert_eq!(m.piece(tok, b"a"), Some(tok.bpe.count(b"a")));
         assert_eq!(m.piece(tok, b"a\0"), Some(tok.bpe.count(b"a\0")));
+        // Either side of the tiny keys' length (7 bytes), and a tiny piece ending in NUL.
+        for p in [&b"abcdefg"[..], b"abcdefgh", b"abcdef\0", b"abcdef", b"\0"] {
+            assert_eq!(m.piece(tok, p), Some(tok.bpe.count(p)), "{p:?}");
+            assert_eq!(m.piece(tok, p), Some(tok.bpe.count(p)), "{p:?} again");
+        }
+        assert_eq!(m.tiny.len(), 6);
+        assert_eq!(m.short.len(), 1);
         let long = [b'x'; 200];
         assert_eq!(m.piece(tok, &long), Some(tok.bpe.count(&long)));
         assert_eq!(m.long.len(), 1);
@@ -198,16 +226,27 @@ mod tests {
     #[test]
     fn full_tables_are_cleared_and_counts_stay_exact() {
         let tok = bpe_openai::cl100k_base();
-        // More distinct short pieces than the table holds, and long ones past its bytes.
+        // More distinct tiny and short pieces (a word of letters: one piece) than the tables
+        // hold, and long ones past their bytes.
+        let word = |mut i: usize| {
+            let mut w = String::from(" z");
+            while i > 0 {
+                w.push(char::from(b'a' + (i % 26) as u8));
+                i /= 26;
+            }
+            w
+        };
         let mut text: String = (0..MEMO_ENTRIES + 100)
-            .map(|i| format!(" w{i:x}q"))
+            .map(|i| format!("{}{}", word(i), word(i).repeat(3).replace(' ', "")))
             .collect();
+        text.extend((0..MEMO_ENTRIES + 100).map(word));
         for i in 0..(LONG_TABLE_BYTES / 500 + 10) {
             text.push_str(&format!(" {}{i}", "y".repeat(500)));
         }
         assert_eq!(count(tok, Which::Cl100k, &text), tok.count(text.as_str()));
         TABLES.with_borrow(|t| {
-            assert!(t[0].short.len() <= MEMO_ENTRIES);
+            assert!(t[0].tiny.len() <= MEMO_ENTRIES && !t[0].tiny.is_empty());
+            assert!(t[0].short.len() <= MEMO_ENTRIES && !t[0].short.is_empty());
             assert!(t[0].long_bytes <= LONG_TABLE_BYTES);
         });
         assert_eq!(count(tok, Which::Cl100k, &text), tok.count(text.as_str()));
