@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::lines::{Frame, FrameSource};
@@ -61,7 +62,8 @@ pub(crate) async fn run<F: FrameSource>(
             }
             Frame::Line(line) if line.len() > OFFLOAD_BYTES && looks_like_response(&line) => {
                 // Answers may overtake each other and the lines behind them: JSON-RPC has no
-                // order between them, and nothing else is ever offloaded.
+                // order between them, and nothing else is offloaded (but for an invalid line
+                // that begins like a response: it keeps no order either).
                 let shared = Arc::clone(&shared);
                 let out = out.clone();
                 drop(tokio::task::spawn_blocking(move || {
@@ -114,8 +116,10 @@ pub(crate) async fn run<F: FrameSource>(
 }
 
 /// [`decide`] for a long line that looks like a response, with its result parsed at the same
-/// time on a second thread when its request is one whose answer is shaped: the envelope parse
-/// (which validates the whole line) and the result's parse each read all of its bytes.
+/// time on a second thread when its request is one whose answer is shaped (or, when the
+/// line's id is neither in its head nor at its end, when any waiting answer is shaped): the
+/// envelope parse (which validates the whole line) and the result's parse each read all of
+/// its bytes.
 ///
 /// The second thread parses from where the first `"result":` of the line's head points; its
 /// value is used only when its span is exactly the span the envelope parse found, so a wrong
@@ -125,10 +129,11 @@ fn decide_big(line: Vec<u8>, shared: &Shared) -> Step {
         shared.shaper.is_some() && {
             let mut scanner = Scanner::new();
             scanner.feed(&line[..line.len().min(HEAD_BYTES)]);
-            match scanner.partial().id {
+            // The id may come after the result (as the TypeScript SDK writes a response):
+            // then it is read off the line's end, or, failing that, the result is parsed
+            // beside the envelope when any answer is to be shaped.
+            match scanner.partial().id.or_else(|| tail_id(&line)) {
                 Some(id) => shared.pending().is_shaped(&route::id_key(&id)),
-                // The id comes after the result (as the TypeScript SDK writes a response):
-                // parse beside the envelope when any answer is to be shaped.
                 None => shared.pending().any_shaped(),
             }
         }
@@ -154,6 +159,26 @@ fn decide_big(line: Vec<u8>, shared: &Shared) -> Step {
         }
         step => step,
     }
+}
+
+/// How many last bytes of a line [`tail_id`] looks at.
+const TAIL_BYTES: usize = 256;
+
+/// The raw id of a line that ends with its top-level `id` member (`…,"id":7}`, the
+/// TypeScript SDK's order): a guess from the last [`TAIL_BYTES`] (`"id"` inside a nested
+/// object is followed by more than one `}`, so it is never taken), to be checked by the
+/// envelope's parse; `None` when the line does not end that way.
+fn tail_id(line: &[u8]) -> Option<Vec<u8>> {
+    let from = line.len().saturating_sub(TAIL_BYTES);
+    let tail = &line[from..];
+    let key = memchr::memmem::rfind(tail, b"\"id\"")?;
+    let after_key = tail[key + 4..].trim_ascii_start();
+    let value = after_key.strip_prefix(b":")?.trim_ascii_start();
+    let mut values = serde_json::Deserializer::from_slice(value).into_iter::<&RawValue>();
+    let id = values.next()?.ok()?;
+    let rest = value.get(values.byte_offset()..)?.trim_ascii();
+    let scalar = !matches!(id.get().as_bytes().first(), Some(b'{' | b'['));
+    (scalar && rest == b"}").then(|| id.get().as_bytes().to_vec())
 }
 
 /// Where the value of the first `"result":` in the head of `line` starts: a guess (the bytes
@@ -543,6 +568,27 @@ mod tests {
         note.extend(std::iter::repeat_n(b'x', OFFLOAD_BYTES));
         note.extend(br#""},"jsonrpc":"2.0"}"#);
         assert!(!looks_like_response(&note));
+    }
+
+    #[test]
+    fn an_id_at_the_end_of_a_line_is_read_only_when_it_is_the_top_level_one() {
+        let id =
+            |line: &str| tail_id(line.as_bytes()).map(|v| String::from_utf8_lossy(&v).into_owned());
+        assert_eq!(
+            id(r#"{"result":{},"jsonrpc":"2.0","id":7}"#).as_deref(),
+            Some("7")
+        );
+        assert_eq!(
+            id(r#"{"result":{},"id" : "a\"}" } "#).as_deref(),
+            Some(r#""a\"}""#)
+        );
+        assert_eq!(id(r#"{"result":{},"id":null}"#).as_deref(), Some("null"));
+        // Nested, an object, or not the last member: no guess.
+        assert_eq!(id(r#"{"result":{"x":{"id":5}}}"#), None);
+        assert_eq!(id(r#"{"result":{},"_meta":{"id":5}}"#), None);
+        assert_eq!(id(r#"{"result":{},"id":{"a":1}}"#), None);
+        assert_eq!(id(r#"{"id":7,"result":{}}"#), None);
+        assert_eq!(id(r#"{"result":{},"id":7"#), None);
     }
 
     #[test]

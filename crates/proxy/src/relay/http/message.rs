@@ -115,20 +115,23 @@ pub(super) fn header_safe(value: &str) -> String {
 }
 
 /// Whether a server message is a response (a `result` or `error`, no `method`): the message
-/// that ends an exchange. The top-level keys of the first [`HEAD_BYTES`] decide when they
-/// hold `method` (not a response) or `result`/`error` (a response: JSON-RPC 2.0 gives a
-/// request or notification neither); otherwise a fast substring search for the keys, so a
-/// 12 MB message is scanned byte by byte only when its text holds `"method"`.
+/// that ends an exchange. A message longer than [`HEAD_BYTES`] is decided by the top-level
+/// keys of its first [`HEAD_BYTES`] when they hold `method` (not a response), or
+/// `result`/`error` and no `"method"` follows anywhere (a response). Otherwise: a fast
+/// substring search for the keys, and a scan key by key only when `"method"` is there (a
+/// quote inside a JSON string is escaped, so only a key or a string value can match), so a
+/// 12 MB message is not scanned byte by byte.
 pub(super) fn is_response(message: &[u8]) -> bool {
-    let mut head = Scanner::new();
-    head.feed(&message[..message.len().min(HEAD_BYTES)]);
-    let head = if message.len() <= HEAD_BYTES {
-        head.finish()
-    } else {
-        head.partial()
-    };
-    if head.has_method || head.has_outcome || message.len() <= HEAD_BYTES {
-        return head.has_outcome && !head.has_method;
+    if let Some(rest) = message.get(HEAD_BYTES..).filter(|r| !r.is_empty()) {
+        let mut head = Scanner::new();
+        head.feed(&message[..HEAD_BYTES]);
+        let head = head.partial();
+        if head.has_method {
+            return false;
+        }
+        if head.has_outcome && memchr::memmem::find(rest, b"\"method\"").is_none() {
+            return true;
+        }
     }
     let finder = |key: &[u8]| memchr::memmem::find(message, key).is_some();
     if !finder(b"\"method\"") {
@@ -241,6 +244,16 @@ mod tests {
         assert!(!is_response(&long(
             r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":""#,
             r#""}}"#
+        )));
+        // `result` first and `method` after the head (not a valid message): the whole counts.
+        assert!(!is_response(&long(
+            r#"{"result":{"content":[{"type":"text","text":""#,
+            r#""}]},"method":"notifications/message","jsonrpc":"2.0"}"#
+        )));
+        // `"method"` as a string value after the head: the whole is scanned, a response.
+        assert!(is_response(&long(
+            r#"{"result":{"content":[{"type":"text","text":""#,
+            r#""}]},"_meta":{"k":"method"},"jsonrpc":"2.0","id":1}"#
         )));
         // The head holds neither: every key counts.
         assert!(!is_response(&long(
