@@ -108,6 +108,7 @@ pub mod injected;
 mod list;
 mod need;
 mod parts;
+mod plain;
 mod store;
 mod structured;
 #[cfg(test)]
@@ -293,7 +294,38 @@ impl Boundary {
     /// Never fails: a result that is not a CallToolResult comes back unchanged.
     pub fn shape_call_result(&self, tool: &str, result: Value, upstream_ms: u64) -> Value {
         let started = Instant::now();
-        let shaped = call::shape(self, tool, result);
+        let mut shaped = call::shape(self, tool, result);
+        let result = std::mem::take(&mut shaped.result);
+        self.account(tool, shaped, upstream_ms, started);
+        result
+    }
+
+    /// Whether the `tools/call` result `raw` (its JSON bytes) goes out exactly as it came:
+    /// small plain text within the budget, which shaping would give back unchanged (see
+    /// `boundary/plain.rs` for the rules). When it does, the call is accounted for (metrics,
+    /// log line, telemetry) as [`Boundary::shape_call_result`] would have; when not, nothing
+    /// happens and the result is to be shaped. `upstream_ms` as there.
+    pub fn passes_unchanged(&self, tool: &str, raw: &[u8], upstream_ms: u64) -> bool {
+        let started = Instant::now();
+        let Some(passed) = plain::check(self, tool, raw) else {
+            return false;
+        };
+        let shaped = call::Shaped {
+            result: Value::Null,
+            outcome: passed.outcome,
+            response_id: None,
+            bytes_pre: passed.bytes,
+            bytes: passed.bytes,
+            tokens: passed.tokens,
+            pre_texts: passed.pre_texts,
+        };
+        self.account(tool, shaped, upstream_ms, started);
+        true
+    }
+
+    /// Metrics, the log line and the telemetry record of one shaped call (`shaped.result` is
+    /// not looked at); `started` when shaping began.
+    fn account(&self, tool: &str, shaped: call::Shaped, upstream_ms: u64, started: Instant) {
         crate::metrics::global().result(
             tool,
             shaped.outcome,
@@ -320,12 +352,11 @@ impl Boundary {
                     upstream_ms,
                     started.elapsed().as_millis() as u64,
                     shaped.outcome,
-                    shaped.response_id.clone(),
+                    shaped.response_id,
                 ),
                 pre_texts: shaped.pre_texts,
             });
         }
-        shaped.result
     }
 
     /// Accounts for a `tools/call` of `tool` that got a JSON-RPC error instead of a result

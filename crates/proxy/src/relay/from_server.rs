@@ -5,7 +5,9 @@
 //! up the lines behind it: notifications and other answers keep flowing (in the server's
 //! order among themselves) while the big one is shaped; a response over 1 MiB is even parsed
 //! there, its result parsed on a second thread while the envelope is (see [`decide_big`]).
-//! Small results (up to 16 KiB) are shaped in place, which is faster than the trip. A shaped result is spliced back into
+//! Small results (up to 16 KiB) are shaped in place, which is faster than the trip; small
+//! plain text that shaping would give back unchanged ([`Shaper::passes_unchanged`]) is not
+//! even parsed: the server's line goes out byte for byte. A shaped result is spliced back into
 //! the server's own line: the id's spelling and any unknown member stay as they were.
 
 use std::ops::Range;
@@ -415,6 +417,14 @@ fn shape(
     parsed: Option<Value>,
 ) -> Vec<u8> {
     let started = Instant::now();
+    // Small plain text the shaper would give back unchanged: the server's line as it came.
+    if let Track::Call { tool } = &entry.track
+        && parsed.is_none()
+        && span.len() <= INLINE_SHAPE_BYTES
+        && shaper.passes_unchanged(tool, &line[span.clone()], upstream_ms)
+    {
+        return line;
+    }
     let (value, literals) =
         match parsed.map_or_else(|| serde_json::from_slice(&line[span.clone()]), Ok) {
             Ok(value) => (value, 0),

@@ -27,6 +27,15 @@ pub trait Shaper: Send + Sync + 'static {
         upstream_ms: u64,
     ) -> serde_json::Value;
 
+    /// Whether the `result` of a `tools/call` response, as the server wrote it (`raw`, its
+    /// JSON bytes), goes out byte for byte: shaping would give it back unchanged. When `true`,
+    /// the shaper has accounted for the call as [`Shaper::shape_call_result`] would; the
+    /// relay asks only for small results, before parsing them. `false` by default.
+    fn passes_unchanged(&self, tool: &str, raw: &[u8], upstream_ms: u64) -> bool {
+        let _ = (tool, raw, upstream_ms);
+        false
+    }
+
     /// The shaped `result` of a `tools/list` response; `first_page` when the request had no
     /// cursor (the injected tools go on the first page only).
     fn shape_list_result(&self, result: serde_json::Value, first_page: bool) -> serde_json::Value;
@@ -98,6 +107,10 @@ impl Shaper for Boundary {
         upstream_ms: u64,
     ) -> serde_json::Value {
         Boundary::shape_call_result(self, tool, result, upstream_ms)
+    }
+
+    fn passes_unchanged(&self, tool: &str, raw: &[u8], upstream_ms: u64) -> bool {
+        Boundary::passes_unchanged(self, tool, raw, upstream_ms)
     }
 
     fn shape_list_result(&self, result: serde_json::Value, first_page: bool) -> serde_json::Value {

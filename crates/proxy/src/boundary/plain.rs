@@ -1,0 +1,256 @@
+//! Small results that shaping would give back as they came: plain text within the budget.
+//!
+//! Most `tools/call` results are a few lines of text (`echo`, a status, a short file). For
+//! those the full path ([`super::call::shape_full`]) parses the result, renders each text as
+//! itself, counts it, finds it fits, and writes the same result back; the relay then splices
+//! the copy into the server's line. [`check`] tells such a result from its bytes alone, counts
+//! it exactly as the full path would, and lets the relay forward the server's line byte for
+//! byte ([`crate::relay::Shaper::passes_unchanged`]). The accounting (metrics, the call's log
+//! line, telemetry) is the same as for a shaped result.
+//!
+//! A result qualifies when all of these hold (anything else takes the full path):
+//! - its members are `content` (an array), and optionally `isError` (a boolean or `null`) and
+//!   `_meta`; no `structuredContent`, no other member, no member twice;
+//! - every content item is exactly `{"type": "text", "text": <string>}` (no annotations, no
+//!   `_meta`), and no text begins (after whitespace) with `{` or `[` (a JSON text is compacted
+//!   and rounded), or is a blob over the blob threshold (base64 or a `data:` URI: offloaded);
+//! - no banner, no `uuid_prefix` for the tool;
+//! - the texts' tokens, each counted as the full path counts it, add up to at most the tool's
+//!   budget (`max_tokens`).
+//!
+//! The property test below checks that the full path gives back the same result, outcome,
+//! bytes and tokens for every result `check` accepts.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::Boundary;
+use mcp_budget_core::wire::Outcome;
+
+/// What the full path would have accounted for a result [`check`] accepted.
+#[derive(Debug)]
+pub(crate) struct Passed {
+    /// `Fit`, or `Error` when the result says `"isError": true`.
+    pub(crate) outcome: Outcome,
+    /// The texts' bytes (UTF-8), before and after shaping alike.
+    pub(crate) bytes: u64,
+    /// The texts' tokens in the boundary's encoding.
+    pub(crate) tokens: u64,
+    /// The texts, for telemetry's count of the tokens before shaping (empty without `--log`).
+    pub(crate) pre_texts: Vec<String>,
+}
+
+/// A `CallToolResult` of text items only (see the module docs).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainResult<'a> {
+    #[serde(borrow)]
+    content: Vec<PlainItem<'a>>,
+    #[serde(rename = "isError", default)]
+    is_error: Option<bool>,
+    #[serde(rename = "_meta", default, borrow)]
+    #[allow(dead_code)]
+    meta: Option<&'a RawValue>,
+}
+
+/// `{"type": "text", "text": …}` and nothing else.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainItem<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    text: Cow<'a, str>,
+}
+
+/// Whether the result `raw` (its JSON bytes) of a call of `tool` goes out as it came, and what
+/// the full path would have accounted for it; `None` when it must be shaped.
+pub(crate) fn check(b: &Boundary, tool: &str, raw: &[u8]) -> Option<Passed> {
+    if b.settings.banner.is_some() {
+        return None;
+    }
+    let result: PlainResult<'_> = serde_json::from_slice(raw).ok()?;
+    let rule = b.settings.rule_for(tool);
+    if rule.uuid_prefix {
+        return None;
+    }
+    let budget = rule.max_tokens.max(mcp_budget_core::MIN_BUDGET_TOKENS);
+    let threshold = b.blobs.threshold();
+    let (mut bytes, mut tokens) = (0u64, 0usize);
+    for item in &result.content {
+        let text = item.text.as_ref();
+        let trimmed = text.trim_start();
+        // A blob (base64, a `data:` URI) over the threshold would be offloaded, as
+        // `BlobSink::offload_str` tells one.
+        let blob = text.len() > threshold
+            && mcp_budget_core::blob::decode(text).is_ok_and(|d| d.bytes.len() > threshold);
+        if item.kind != "text" || trimmed.starts_with('{') || trimmed.starts_with('[') || blob {
+            return None;
+        }
+        // As `walk::doc_form_till` counts a text document: up to the budget.
+        tokens += b.encoding.count_till_limit(text, budget)?;
+        bytes += text.len() as u64;
+    }
+    if tokens > budget {
+        return None;
+    }
+    let pre_texts = if b.telemetry.is_some() {
+        result
+            .content
+            .into_iter()
+            .map(|i| i.text.into_owned())
+            .filter(|t| !t.is_empty())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Some(Passed {
+        outcome: if result.is_error == Some(true) {
+            Outcome::Error
+        } else {
+            Outcome::Fit
+        },
+        bytes,
+        tokens: tokens as u64,
+        pre_texts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    fn boundary(max_tokens: usize) -> Boundary {
+        let settings = Settings {
+            max_tokens: Some(max_tokens),
+            blob_dir: Some(std::env::temp_dir().join("mcp-budget-plain-tests")),
+            ..Settings::default()
+        };
+        match Boundary::new(settings) {
+            Ok(b) => b,
+            Err(e) => panic!("a boundary: {e}"),
+        }
+    }
+
+    /// `check` and the full path agree on `result`: when `check` accepts it, the full path
+    /// gives it back unchanged, with the same outcome, bytes and tokens.
+    fn agree(b: &Boundary, result: &Value) -> Result<bool, TestCaseError> {
+        let raw = serde_json::to_vec(result).unwrap_or_default();
+        let Some(passed) = check(b, "t", &raw) else {
+            return Ok(false);
+        };
+        let shaped = super::super::call::shape_full(b, "t", result.clone());
+        prop_assert_eq!(&shaped.result, result);
+        prop_assert_eq!(shaped.outcome, passed.outcome);
+        prop_assert_eq!(shaped.bytes, passed.bytes);
+        prop_assert_eq!(shaped.bytes_pre, passed.bytes);
+        prop_assert_eq!(shaped.tokens, passed.tokens);
+        Ok(true)
+    }
+
+    fn text_item() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            "[ a-zA-Z0-9.,:{}\\[\\]\"\n\t]{0,80}",
+            " *[\\[{][a-z0-9\\[\\]{}\":,]{0,20}",
+            "[0-9.e+-]{1,12}",
+            "\\PC{0,30}",
+            "[A-Za-z0-9+/]{1100,1400}",
+            "[a-z ]{1100,1400}",
+        ]
+        .prop_map(|t| json!({"type": "text", "text": t}))
+    }
+
+    fn item() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            6 => text_item(),
+            1 => text_item().prop_map(|mut i| {
+                i["annotations"] = json!({"priority": 1});
+                i
+            }),
+            1 => Just(json!({"type": "image", "data": "AAAA", "mimeType": "image/png"})),
+            1 => Just(json!({"type": "resource", "resource": {"uri": "file:///a", "text": "x"}})),
+        ]
+    }
+
+    fn result() -> impl Strategy<Value = Value> {
+        (
+            prop::collection::vec(item(), 0..4),
+            prop_oneof![Just(None), Just(Some(json!(true))), Just(Some(json!(false))), Just(Some(Value::Null))],
+            prop_oneof![3 => Just(None), 1 => Just(Some("_meta")), 1 => Just(Some("structuredContent")), 1 => Just(Some("other"))],
+        )
+            .prop_map(|(content, is_error, extra)| {
+                let mut r = json!({"content": content});
+                if let Some(e) = is_error {
+                    r["isError"] = e;
+                }
+                if let Some(k) = extra {
+                    r[k] = json!({"k": [1.23456789012, "v"]});
+                }
+                r
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn what_passes_unchanged_is_what_the_full_path_gives_back(r in result(), budget in prop_oneof![Just(10_000usize), 16usize..200]) {
+            let b = boundary(budget);
+            agree(&b, &r)?;
+        }
+    }
+
+    #[test]
+    fn plain_text_passes_and_everything_else_is_shaped() {
+        let b = boundary(10_000);
+        let pass = |r: Value| agree(&b, &r).unwrap_or_else(|e| panic!("{e}"));
+        assert!(pass(
+            json!({"content": [{"type": "text", "text": "Echo: hi"}]})
+        ));
+        assert!(pass(
+            json!({"content": [{"type": "text", "text": "no"}], "isError": true, "_meta": {"a": 1}})
+        ));
+        assert!(pass(json!({"content": []})));
+        assert!(pass(
+            json!({"content": [{"type": "text", "text": "a long line ".repeat(200)}]})
+        ));
+        // A blob over the threshold is offloaded: shaped.
+        let bytes: Vec<u8> = (0..2000u32).map(|i| (i * 7919 % 251) as u8).collect();
+        let blob = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes);
+        assert!(!pass(json!({"content": [{"type": "text", "text": blob}]})));
+        // JSON text, structuredContent, annotations, other items, other members: shaped.
+        assert!(!pass(
+            json!({"content": [{"type": "text", "text": " [1.234567891234]"}]})
+        ));
+        assert!(!pass(
+            json!({"content": [{"type": "text", "text": "a"}], "structuredContent": {"a": 1}})
+        ));
+        assert!(!pass(
+            json!({"content": [{"type": "text", "text": "a", "annotations": {}}]})
+        ));
+        assert!(!pass(
+            json!({"content": [{"type": "image", "data": "AA", "mimeType": "image/png"}]})
+        ));
+        assert!(!pass(
+            json!({"content": [{"type": "text", "text": "a"}], "extra": 1})
+        ));
+        // Over the budget: shaped.
+        let small = boundary(16);
+        let long = "word ".repeat(300);
+        assert!(
+            !agree(
+                &small,
+                &json!({"content": [{"type": "text", "text": long}]})
+            )
+            .unwrap_or(true)
+        );
+        // A member twice, a non-boolean isError: shaped (serde refuses them here).
+        assert!(check(&b, "t", br#"{"content":[],"content":[]}"#).is_none());
+        assert!(check(&b, "t", br#"{"content":[],"isError":"yes"}"#).is_none());
+        // Python's JSON (NaN) or a lone surrogate: shaped (the full path recovers them).
+        assert!(check(&b, "t", br#"{"content":[{"type":"text","text":"\ud800"}]}"#).is_none());
+    }
+}
