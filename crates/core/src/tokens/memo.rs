@@ -70,30 +70,18 @@ impl Memo {
             let mut key = [0u8; 8];
             key[..n].copy_from_slice(piece);
             key[7] = n as u8;
-            let key = u64::from_le_bytes(key);
-            if let Some(&c) = self.tiny.get(&key) {
-                return Some(c as usize);
-            }
-            let c = tokenizer.bpe.count(piece);
-            if self.tiny.len() >= MEMO_ENTRIES {
-                self.tiny.clear();
-            }
-            self.tiny.insert(key, u32::try_from(c).unwrap_or(u32::MAX));
-            return Some(c);
+            return Some(counted(
+                &mut self.tiny,
+                u64::from_le_bytes(key),
+                tokenizer,
+                piece,
+            ));
         }
         if n <= MEMO_PIECE_BYTES {
             let mut key = [0u8; MEMO_PIECE_BYTES + 1];
             key[..n].copy_from_slice(piece);
             key[MEMO_PIECE_BYTES] = n as u8;
-            if let Some(&c) = self.short.get(&key) {
-                return Some(c as usize);
-            }
-            let c = tokenizer.bpe.count(piece);
-            if self.short.len() >= MEMO_ENTRIES {
-                self.short.clear();
-            }
-            self.short.insert(key, u32::try_from(c).unwrap_or(u32::MAX));
-            return Some(c);
+            return Some(counted(&mut self.short, key, tokenizer, piece));
         }
         if n > LONG_PIECE_BYTES {
             return None;
@@ -111,6 +99,25 @@ impl Memo {
         self.long_bytes += n;
         Some(c)
     }
+}
+
+/// The count of `piece` from `table` under `key`, or counted by BPE and kept there (a table of
+/// [`MEMO_ENTRIES`] is cleared first).
+fn counted<K: std::hash::Hash + Eq>(
+    table: &mut HashMap<K, u32, Hasher>,
+    key: K,
+    tokenizer: &Tokenizer,
+    piece: &[u8],
+) -> usize {
+    if let Some(&c) = table.get(&key) {
+        return c as usize;
+    }
+    let c = tokenizer.bpe.count(piece);
+    if table.len() >= MEMO_ENTRIES {
+        table.clear();
+    }
+    table.insert(key, u32::try_from(c).unwrap_or(u32::MAX));
+    c
 }
 
 /// Which memo table: one per BPE encoding with a pre-tokenizer.

@@ -9,17 +9,20 @@
 //! line, telemetry) is the same as for a shaped result.
 //!
 //! A result qualifies when all of these hold (anything else takes the full path):
-//! - its members are `content` (an array), and optionally `isError` (a boolean or `null`) and
-//!   `_meta`; no `structuredContent`, no other member, no member twice;
-//! - every content item is exactly `{"type": "text", "text": <string>}` (no annotations, no
-//!   `_meta`), and no text begins (after whitespace) with `{` or `[` (a JSON text is compacted
-//!   and rounded), or is a blob over the blob threshold (base64 or a `data:` URI: offloaded);
+//! - it is an object whose members are `content` (an array), and optionally `isError` (a
+//!   boolean or `null`), `_meta` and `resultType` (MCP 2026-07-28), each readable by
+//!   `serde_json` as a value; no `structuredContent`, no other member, no member twice;
+//! - every content item is an object, exactly `{"type": "text", "text": <string>}` (no
+//!   annotations, no `_meta`), and no text begins (after whitespace) with `{` or `[` (a JSON
+//!   text is compacted and rounded) or is a blob over the blob threshold (base64 or a `data:`
+//!   URI: offloaded);
 //! - no banner, no `uuid_prefix` for the tool;
 //! - the texts' tokens, each counted as the full path counts it, add up to at most the tool's
 //!   budget (`max_tokens`).
 //!
-//! The property test below checks that the full path gives back the same result, outcome,
-//! bytes and tokens for every result `check` accepts.
+//! The tests below check, for every result `check` accepts (generated, and raw corner cases:
+//! arrays for objects, bad escapes, deep nesting, escaped keys), that `serde_json` reads it and
+//! the full path gives back the same result, outcome, bytes and tokens.
 
 use std::borrow::Cow;
 
@@ -42,17 +45,22 @@ pub(crate) struct Passed {
     pub(crate) pre_texts: Vec<String>,
 }
 
-/// A `CallToolResult` of text items only (see the module docs).
+/// A `CallToolResult` of text items only (see the module docs). `_meta` and `resultType` (MCP
+/// 2026-07-28) are read as values: an escape or a nesting `serde_json` refuses sends the result
+/// down the full path, which recovers it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PlainResult<'a> {
     #[serde(borrow)]
-    content: Vec<PlainItem<'a>>,
+    content: Vec<&'a RawValue>,
     #[serde(rename = "isError", default)]
     is_error: Option<bool>,
-    #[serde(rename = "_meta", default, borrow)]
+    #[serde(rename = "_meta", default)]
     #[allow(dead_code)]
-    meta: Option<&'a RawValue>,
+    meta: Option<serde_json::Value>,
+    #[serde(rename = "resultType", default)]
+    #[allow(dead_code)]
+    result_type: Option<serde_json::Value>,
 }
 
 /// `{"type": "text", "text": …}` and nothing else.
@@ -65,40 +73,55 @@ struct PlainItem<'a> {
     text: Cow<'a, str>,
 }
 
+/// `raw` parsed as `T` when it is a JSON object (serde's derived structs also read arrays).
+fn object<'a, T: Deserialize<'a>>(raw: &'a str) -> Option<T> {
+    raw.trim_start()
+        .starts_with('{')
+        .then(|| serde_json::from_str(raw).ok())
+        .flatten()
+}
+
 /// Whether the result `raw` (its JSON bytes) of a call of `tool` goes out as it came, and what
 /// the full path would have accounted for it; `None` when it must be shaped.
 pub(crate) fn check(b: &Boundary, tool: &str, raw: &[u8]) -> Option<Passed> {
     if b.settings.banner.is_some() {
         return None;
     }
-    let result: PlainResult<'_> = serde_json::from_slice(raw).ok()?;
     let rule = b.settings.rule_for(tool);
     if rule.uuid_prefix {
         return None;
     }
-    let budget = rule.max_tokens.max(mcp_budget_core::MIN_BUDGET_TOKENS);
+    let result: PlainResult<'_> = object(std::str::from_utf8(raw).ok()?)?;
+    let items: Vec<PlainItem<'_>> = result
+        .content
+        .iter()
+        .map(|item| object(item.get()))
+        .collect::<Option<_>>()?;
     let threshold = b.blobs.threshold();
-    let (mut bytes, mut tokens) = (0u64, 0usize);
-    for item in &result.content {
+    let plain = |item: &PlainItem<'_>| {
         let text = item.text.as_ref();
         let trimmed = text.trim_start();
         // A blob (base64, a `data:` URI) over the threshold would be offloaded, as
         // `BlobSink::offload_str` tells one.
         let blob = text.len() > threshold
             && mcp_budget_core::blob::decode(text).is_ok_and(|d| d.bytes.len() > threshold);
-        if item.kind != "text" || trimmed.starts_with('{') || trimmed.starts_with('[') || blob {
-            return None;
-        }
+        item.kind == "text" && !trimmed.starts_with('{') && !trimmed.starts_with('[') && !blob
+    };
+    if !items.iter().all(plain) {
+        return None;
+    }
+    let budget = rule.max_tokens.max(mcp_budget_core::MIN_BUDGET_TOKENS);
+    let (mut bytes, mut tokens) = (0u64, 0usize);
+    for item in &items {
         // As `walk::doc_form_till` counts a text document: up to the budget.
-        tokens += b.encoding.count_till_limit(text, budget)?;
-        bytes += text.len() as u64;
+        tokens += b.encoding.count_till_limit(&item.text, budget)?;
+        bytes += item.text.len() as u64;
     }
     if tokens > budget {
         return None;
     }
     let pre_texts = if b.telemetry.is_some() {
-        result
-            .content
+        items
             .into_iter()
             .map(|i| i.text.into_owned())
             .filter(|t| !t.is_empty())
@@ -137,20 +160,32 @@ mod tests {
         }
     }
 
-    /// `check` and the full path agree on `result`: when `check` accepts it, the full path
-    /// gives it back unchanged, with the same outcome, bytes and tokens.
-    fn agree(b: &Boundary, result: &Value) -> Result<bool, TestCaseError> {
-        let raw = serde_json::to_vec(result).unwrap_or_default();
-        let Some(passed) = check(b, "t", &raw) else {
+    /// `check` and the old path agree on the result `raw`: when `check` accepts it, serde reads
+    /// it, and shaping gives it back unchanged, with the same outcome, bytes and tokens, and
+    /// keeps nothing (no response id).
+    fn agree_raw(b: &Boundary, raw: &[u8]) -> Result<bool, TestCaseError> {
+        let Some(passed) = check(b, "t", raw) else {
             return Ok(false);
         };
-        let shaped = super::super::call::shape_full(b, "t", result.clone());
-        prop_assert_eq!(&shaped.result, result);
+        let parsed = serde_json::from_slice::<Value>(raw);
+        prop_assert!(
+            parsed.is_ok(),
+            "accepted what serde refuses: {:?}",
+            String::from_utf8_lossy(raw)
+        );
+        let result = parsed.unwrap_or_default();
+        let shaped = super::super::call::shape(b, "t", result.clone());
+        prop_assert_eq!(&shaped.result, &result);
         prop_assert_eq!(shaped.outcome, passed.outcome);
         prop_assert_eq!(shaped.bytes, passed.bytes);
         prop_assert_eq!(shaped.bytes_pre, passed.bytes);
         prop_assert_eq!(shaped.tokens, passed.tokens);
+        prop_assert!(shaped.response_id.is_none());
         Ok(true)
+    }
+
+    fn agree(b: &Boundary, result: &Value) -> Result<bool, TestCaseError> {
+        agree_raw(b, &serde_json::to_vec(result).unwrap_or_default())
     }
 
     fn text_item() -> impl Strategy<Value = Value> {
@@ -161,6 +196,7 @@ mod tests {
             "\\PC{0,30}",
             "[A-Za-z0-9+/]{1100,1400}",
             "[a-z ]{1100,1400}",
+            (0usize..400).prop_map(|n| "word ".repeat(n)),
         ]
         .prop_map(|t| json!({"type": "text", "text": t}))
     }
@@ -197,7 +233,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn what_passes_unchanged_is_what_the_full_path_gives_back(r in result(), budget in prop_oneof![Just(10_000usize), 16usize..200]) {
+        fn what_passes_unchanged_is_what_the_full_path_gives_back(r in result(), budget in prop_oneof![Just(10_000usize), 256usize..400]) {
             let b = boundary(budget);
             agree(&b, &r)?;
         }
@@ -250,7 +286,36 @@ mod tests {
         // A member twice, a non-boolean isError: shaped (serde refuses them here).
         assert!(check(&b, "t", br#"{"content":[],"content":[]}"#).is_none());
         assert!(check(&b, "t", br#"{"content":[],"isError":"yes"}"#).is_none());
-        // Python's JSON (NaN) or a lone surrogate: shaped (the full path recovers them).
+        // Python's JSON (NaN) or a lone surrogate, in a text or in `_meta`, and a `_meta` too
+        // deep for serde: shaped (the full path recovers them).
         assert!(check(&b, "t", br#"{"content":[{"type":"text","text":"\ud800"}]}"#).is_none());
+        let hi = r#"{"content":[{"type":"text","text":"hi"}]"#;
+        for tail in [
+            r#","_meta":{"p":"\udcff"}}"#.to_owned(),
+            r#","_meta":{"p":NaN}}"#.to_owned(),
+            format!(r#","_meta":{}{}}}"#, "[".repeat(200), "]".repeat(200)),
+        ] {
+            let raw = format!("{hi}{tail}");
+            assert!(check(&b, "t", raw.as_bytes()).is_none(), "{raw}");
+        }
+        // Arrays in place of objects (serde's derived structs would read them): shaped.
+        for raw in [
+            r#"{"content":[["text","hi"]]}"#,
+            r#"[[["text","hi"]]]"#,
+            " [[]]",
+        ] {
+            assert!(check(&b, "t", raw.as_bytes()).is_none(), "{raw}");
+        }
+        // 2026-07-28's `resultType`, escaped keys, whitespace: as they came.
+        for raw in [
+            r#"{"content":[{"type":"text","text":"hi"}],"resultType":"complete"}"#,
+            r#"{"cont\u0065nt":[{"typ\u0065":"text","text":"hi"}]}"#,
+            " {\"content\" : [ { \"type\":\"text\", \"text\":\"hi\" } ] } ",
+        ] {
+            assert!(
+                agree_raw(&b, raw.as_bytes()).unwrap_or_else(|e| panic!("{e}")),
+                "{raw}"
+            );
+        }
     }
 }

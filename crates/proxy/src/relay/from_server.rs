@@ -417,12 +417,24 @@ fn shape(
     parsed: Option<Value>,
 ) -> Vec<u8> {
     let started = Instant::now();
-    // Small plain text the shaper would give back unchanged: the server's line as it came.
+    // Small plain text the shaper would give back unchanged: the server's line as it came
+    // (a panic there is as if it had said no: the result is then shaped).
     if let Track::Call { tool } = &entry.track
         && parsed.is_none()
         && span.len() <= INLINE_SHAPE_BYTES
-        && shaper.passes_unchanged(tool, &line[span.clone()], upstream_ms)
+        && catch_unwind(AssertUnwindSafe(|| {
+            shaper.passes_unchanged(tool, &line[span.clone()], upstream_ms)
+        }))
+        .unwrap_or(false)
     {
+        if log::debug_on() {
+            log::debug(format_args!(
+                "{} result of {} bytes: passed unchanged in {:?}",
+                entry.method,
+                span.len(),
+                started.elapsed()
+            ));
+        }
         return line;
     }
     let (value, literals) =
@@ -498,8 +510,9 @@ mod tests {
         }
     }
 
-    fn shape_with_failing_shaper(line: &[u8]) -> Vec<u8> {
-        let entry = Entry {
+    /// The pending entry of `tools/call` 3 (tool `t`).
+    fn call_3() -> Entry {
+        Entry {
             raw_id: b"3".as_slice().into(),
             method: "tools/call".into(),
             track: Track::Call { tool: "t".into() },
@@ -507,7 +520,11 @@ mod tests {
             last_heard: Instant::now(),
             progress_token: None,
             cancelled: false,
-        };
+        }
+    }
+
+    fn shape_with_failing_shaper(line: &[u8]) -> Vec<u8> {
+        let entry = call_3();
         let mut masked = None;
         let (parsed, text) = route::parse_lenient(line, &mut masked);
         let Parsed::Message(envelope) = parsed else {
@@ -544,15 +561,7 @@ mod tests {
             shaper: Some(Arc::new(Failing)),
             max_line_bytes: usize::MAX,
         };
-        let entry = Entry {
-            raw_id: b"3".as_slice().into(),
-            method: "tools/call".into(),
-            track: Track::Call { tool: "t".into() },
-            sent_at: Instant::now(),
-            last_heard: Instant::now(),
-            progress_token: None,
-            cancelled: false,
-        };
+        let entry = call_3();
         let inserted = shared.pending().insert(route::id_key(b"3"), entry);
         assert!(matches!(inserted, Ok(None)));
         (line, shared)
