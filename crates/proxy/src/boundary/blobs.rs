@@ -121,6 +121,22 @@ impl BlobSink {
         n
     }
 
+    /// Whether [`Self::offload_str`] would offload `s` (nothing is written).
+    pub(crate) fn is_blob(&self, s: &str) -> bool {
+        self.blob_of(s).is_some()
+    }
+
+    /// `s` decoded, when it is a blob: a `data:` URI or wholly base64, decoding to more than
+    /// the threshold (bytes).
+    fn blob_of(&self, s: &str) -> Option<blob::Decoded> {
+        if s.len() <= self.threshold {
+            return None;
+        }
+        blob::decode(s)
+            .ok()
+            .filter(|d| d.bytes.len() > self.threshold)
+    }
+
     /// The description of a string that is a blob (a `data:` URI or wholly base64, decoding
     /// to more than the threshold), once written; `None` otherwise.
     pub(crate) fn offload_str(&self, s: &str) -> Option<BlobOffload> {
@@ -130,13 +146,7 @@ impl BlobSink {
     /// [`Self::offload_str`]; `hint` is the MIME type a sibling member declares, used when
     /// the string itself (a `data:` header) does not name one.
     fn offload_string(&self, s: &str, hint: Option<&str>) -> Option<BlobOffload> {
-        if s.len() <= self.threshold {
-            return None;
-        }
-        let decoded = blob::decode(s).ok()?;
-        if decoded.bytes.len() <= self.threshold {
-            return None;
-        }
+        let decoded = self.blob_of(s)?;
         let mime = match (&decoded.declared_mime, hint) {
             (None, Some(h)) if !h.is_empty() => h.to_owned(),
             _ => decoded.mime(),

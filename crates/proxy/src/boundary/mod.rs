@@ -310,16 +310,7 @@ impl Boundary {
         let Some(passed) = plain::check(self, tool, raw) else {
             return false;
         };
-        let shaped = call::Shaped {
-            result: Value::Null,
-            outcome: passed.outcome,
-            response_id: None,
-            bytes_pre: passed.bytes,
-            bytes: passed.bytes,
-            tokens: passed.tokens,
-            pre_texts: passed.pre_texts,
-        };
-        self.account(tool, shaped, upstream_ms, started);
+        self.account(tool, passed, upstream_ms, started);
         true
     }
 

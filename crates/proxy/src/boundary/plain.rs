@@ -29,21 +29,11 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::Boundary;
 use mcp_budget_core::wire::Outcome;
+use serde_json::Value;
 
-/// What the full path would have accounted for a result [`check`] accepted.
-#[derive(Debug)]
-pub(crate) struct Passed {
-    /// `Fit`, or `Error` when the result says `"isError": true`.
-    pub(crate) outcome: Outcome,
-    /// The texts' bytes (UTF-8), before and after shaping alike.
-    pub(crate) bytes: u64,
-    /// The texts' tokens in the boundary's encoding.
-    pub(crate) tokens: u64,
-    /// The texts, for telemetry's count of the tokens before shaping (empty without `--log`).
-    pub(crate) pre_texts: Vec<String>,
-}
+use super::Boundary;
+use super::call::Shaped;
 
 /// A `CallToolResult` of text items only (see the module docs). `_meta` and `resultType` (MCP
 /// 2026-07-28) are read as values: an escape or a nesting `serde_json` refuses sends the result
@@ -81,9 +71,12 @@ fn object<'a, T: Deserialize<'a>>(raw: &'a str) -> Option<T> {
         .flatten()
 }
 
-/// Whether the result `raw` (its JSON bytes) of a call of `tool` goes out as it came, and what
-/// the full path would have accounted for it; `None` when it must be shaped.
-pub(crate) fn check(b: &Boundary, tool: &str, raw: &[u8]) -> Option<Passed> {
+/// Whether the result `raw` (its JSON bytes) of a call of `tool` goes out as it came: what the
+/// full path would have accounted for it (outcome `Fit`, or `Error` for `"isError": true`;
+/// the texts' bytes before and after alike; their tokens; the texts for telemetry when it is
+/// on), with `result` left `Null` (the server's bytes go out instead). `None` when it must be
+/// shaped.
+pub(crate) fn check(b: &Boundary, tool: &str, raw: &[u8]) -> Option<Shaped> {
     if b.settings.banner.is_some() {
         return None;
     }
@@ -97,15 +90,11 @@ pub(crate) fn check(b: &Boundary, tool: &str, raw: &[u8]) -> Option<Passed> {
         .iter()
         .map(|item| object(item.get()))
         .collect::<Option<_>>()?;
-    let threshold = b.blobs.threshold();
+    // Not a JSON document (`parts::document_of` would compact it), not a blob to offload.
     let plain = |item: &PlainItem<'_>| {
-        let text = item.text.as_ref();
-        let trimmed = text.trim_start();
-        // A blob (base64, a `data:` URI) over the threshold would be offloaded, as
-        // `BlobSink::offload_str` tells one.
-        let blob = text.len() > threshold
-            && mcp_budget_core::blob::decode(text).is_ok_and(|d| d.bytes.len() > threshold);
-        item.kind == "text" && !trimmed.starts_with('{') && !trimmed.starts_with('[') && !blob
+        item.kind == "text"
+            && mcp_budget_core::dialect::json_document(&item.text).is_none()
+            && !b.blobs.is_blob(&item.text)
     };
     if !items.iter().all(plain) {
         return None;
@@ -129,12 +118,15 @@ pub(crate) fn check(b: &Boundary, tool: &str, raw: &[u8]) -> Option<Passed> {
     } else {
         Vec::new()
     };
-    Some(Passed {
+    Some(Shaped {
+        result: Value::Null,
         outcome: if result.is_error == Some(true) {
             Outcome::Error
         } else {
             Outcome::Fit
         },
+        response_id: None,
+        bytes_pre: bytes,
         bytes,
         tokens: tokens as u64,
         pre_texts,
@@ -146,7 +138,7 @@ mod tests {
     use super::*;
     use crate::config::Settings;
     use proptest::prelude::*;
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     fn boundary(max_tokens: usize) -> Boundary {
         let settings = Settings {
@@ -178,7 +170,7 @@ mod tests {
         prop_assert_eq!(&shaped.result, &result);
         prop_assert_eq!(shaped.outcome, passed.outcome);
         prop_assert_eq!(shaped.bytes, passed.bytes);
-        prop_assert_eq!(shaped.bytes_pre, passed.bytes);
+        prop_assert_eq!(shaped.bytes_pre, passed.bytes_pre);
         prop_assert_eq!(shaped.tokens, passed.tokens);
         prop_assert!(shaped.response_id.is_none());
         Ok(true)

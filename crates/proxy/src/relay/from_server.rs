@@ -62,21 +62,26 @@ pub(crate) async fn run<F: FrameSource>(
                 );
                 answer_in_place_of_server(&scan, &message, &shared).map_or(Step::Drop, Step::Send)
             }
-            Frame::Line(line) if line.len() > OFFLOAD_BYTES && looks_like_response(&line) => {
-                // Answers may overtake each other and the lines behind them: JSON-RPC has no
-                // order between them, and nothing else is offloaded (but for an invalid line
-                // that begins like a response: it keeps no order either).
-                let shared = Arc::clone(&shared);
-                let out = out.clone();
-                drop(tokio::task::spawn_blocking(move || {
-                    let line = match decide_big(line, &shared) {
-                        Step::Send(line) => line,
-                        Step::Shape(job) => job.run(),
-                        Step::Drop => return,
-                    };
-                    let _ = out.blocking_send(line);
-                }));
-                continue;
+            Frame::Line(line) if line.len() > OFFLOAD_BYTES => {
+                let head = Scanner::head(&line, HEAD_BYTES);
+                if !looks_like_response(&head) {
+                    decide(line, &shared)
+                } else {
+                    // Answers may overtake each other and the lines behind them: JSON-RPC has no
+                    // order between them, and nothing else is offloaded (but for an invalid line
+                    // that begins like a response: it keeps no order either).
+                    let shared = Arc::clone(&shared);
+                    let out = out.clone();
+                    drop(tokio::task::spawn_blocking(move || {
+                        let line = match decide_big(line, head, &shared) {
+                            Step::Send(line) => line,
+                            Step::Shape(job) => job.run(),
+                            Step::Drop => return,
+                        };
+                        let _ = out.blocking_send(line);
+                    }));
+                    continue;
+                }
             }
             Frame::Line(line) => decide(line, &shared),
             Frame::Unterminated(line) => {
@@ -126,15 +131,13 @@ pub(crate) async fn run<F: FrameSource>(
 /// The second thread parses from where the first `"result":` of the line's head points; its
 /// value is used only when its span is exactly the span the envelope parse found, so a wrong
 /// guess (a `"result":` inside a string) costs time, never correctness.
-fn decide_big(line: Vec<u8>, shared: &Shared) -> Step {
+fn decide_big(line: Vec<u8>, head: Scan, shared: &Shared) -> Step {
     let start = guess_result_start(&line).filter(|_| {
         shared.shaper.is_some() && {
-            let mut scanner = Scanner::new();
-            scanner.feed(&line[..line.len().min(HEAD_BYTES)]);
             // The id may come after the result (as the TypeScript SDK writes a response):
             // then it is read off the line's end, or, failing that, the result is parsed
             // beside the envelope when any answer is to be shaped.
-            match scanner.partial().id.or_else(|| tail_id(&line)) {
+            match head.id.or_else(|| tail_id(&line)) {
                 Some(id) => shared.pending().is_shaped(&route::id_key(&id)),
                 None => shared.pending().any_shaped(),
             }
@@ -208,14 +211,11 @@ fn parse_value_at(line: &[u8], start: usize) -> Option<(Value, Range<usize>)> {
     Some((value, start..start + values.byte_offset()))
 }
 
-/// Whether the first bytes of a line show a JSON-RPC response: a top-level `result` or `error`
-/// and no `method` before [`HEAD_BYTES`]. The id may come later: the TypeScript SDK writes
+/// Whether the scan of a line's first [`HEAD_BYTES`] shows a JSON-RPC response: a top-level
+/// `result` or `error` and no `method`. The id may come later: the TypeScript SDK writes
 /// `{"result":…,"jsonrpc":"2.0","id":…}`. A request or notification never has a `result` or
 /// `error` member (JSON-RPC 2.0, section 4), so no line whose order matters is taken for one.
-fn looks_like_response(line: &[u8]) -> bool {
-    let mut scanner = Scanner::new();
-    scanner.feed(&line[..line.len().min(HEAD_BYTES)]);
-    let head = scanner.partial();
+fn looks_like_response(head: &Scan) -> bool {
     head.has_outcome && !head.has_method
 }
 
@@ -570,11 +570,12 @@ mod tests {
     #[test]
     fn a_long_response_with_its_id_last_is_offloaded_and_parsed_beside_its_envelope() {
         let (line, shared) = id_last_response();
+        let head = Scanner::head(&line, HEAD_BYTES);
         assert!(
-            looks_like_response(&line),
+            looks_like_response(&head),
             "the head holds `result`, not `id`"
         );
-        let Step::Shape(job) = decide_big(line, &shared) else {
+        let Step::Shape(job) = decide_big(line, head, &shared) else {
             panic!("the answer to tools/call 3 is shaped");
         };
         assert!(
@@ -586,7 +587,7 @@ mod tests {
         let mut note = br#"{"method":"notifications/message","params":{"data":""#.to_vec();
         note.extend(std::iter::repeat_n(b'x', OFFLOAD_BYTES));
         note.extend(br#""},"jsonrpc":"2.0"}"#);
-        assert!(!looks_like_response(&note));
+        assert!(!looks_like_response(&Scanner::head(&note, HEAD_BYTES)));
     }
 
     #[test]

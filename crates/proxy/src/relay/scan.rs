@@ -106,6 +106,18 @@ impl Scanner {
         s.finish()
     }
 
+    /// What a scan of the first `max` bytes of `line` finds: as [`Scanner::partial`] when the
+    /// line goes on past them, else as [`Scanner::finish`].
+    pub(crate) fn head(line: &[u8], max: usize) -> Scan {
+        let mut s = Scanner::new();
+        s.feed(&line[..line.len().min(max)]);
+        if line.len() > max {
+            s.partial()
+        } else {
+            s.finish()
+        }
+    }
+
     /// Feeds the next chunk of the line.
     pub(crate) fn feed(&mut self, chunk: &[u8]) {
         for &b in chunk {

@@ -123,9 +123,7 @@ pub(super) fn header_safe(value: &str) -> String {
 /// 12 MB message is not scanned byte by byte.
 pub(super) fn is_response(message: &[u8]) -> bool {
     if let Some(rest) = message.get(HEAD_BYTES..).filter(|r| !r.is_empty()) {
-        let mut head = Scanner::new();
-        head.feed(&message[..HEAD_BYTES]);
-        let head = head.partial();
+        let head = Scanner::head(message, HEAD_BYTES);
         if head.has_method {
             return false;
         }
