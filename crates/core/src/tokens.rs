@@ -209,13 +209,19 @@ impl Encoding {
     /// `text[at..]` (tokens; `at` a byte offset), for this encoding: then a long text can be
     /// counted once by segments and any prefix ending past `at` recounted only from `at`.
     ///
-    /// True for the OpenAI encodings at a line start (`at` right after a `\n`) whose line begins
-    /// with a character that is not whitespace and not `/`, or with whitespace other than line
-    /// breaks (spaces, tabs, NBSP …) followed by such a character: BPE
-    /// runs inside each pre-tokenizer piece, and no piece of the tiktoken split crosses such a
-    /// point (the only pieces that take in a `\n` are whitespace runs ending in newlines,
-    /// punctuation followed by newlines or, in `o200k_base`, by `/`, and a trailing whitespace
-    /// run; `tests/tokens_additive.rs` checks the rule against the library on random texts).
+    /// True for the OpenAI encodings at two kinds of points, where BPE (which runs inside each
+    /// pre-tokenizer piece) sees the same pieces as in the whole text because no piece of the
+    /// tiktoken split crosses them (`tests/tokens_additive.rs` checks both rules against the
+    /// library on random texts):
+    /// - a line start (`at` right after a `\n`) whose line begins with a character that is not
+    ///   whitespace and not `/`, or with whitespace other than line breaks (spaces, tabs,
+    ///   NBSP …) followed by such a character: the only pieces that take in a `\n` are
+    ///   whitespace runs ending in newlines, punctuation followed by newlines or, in
+    ///   `o200k_base`, by `/`, and a trailing whitespace run;
+    /// - a `"` right after an ASCII letter or digit (in compact JSON, the end of most keys and
+    ///   string values): a piece holding a letter or digit holds no punctuation after it but a
+    ///   contraction's `'`, and a piece that starts with punctuation holds no letter or digit
+    ///   before it.
     /// False for every other encoding (`chars4` rounds up, a HuggingFace tokenizer promises
     /// nothing) and every other position.
     pub fn additive_at(&self, text: &str, at: usize) -> bool {
@@ -223,7 +229,13 @@ impl Encoding {
             return false;
         }
         let bytes = text.as_bytes();
-        if at == 0 || at >= bytes.len() || bytes[at - 1] != b'\n' {
+        if at == 0 || at >= bytes.len() {
+            return false;
+        }
+        if bytes[at] == b'"' && bytes[at - 1].is_ascii_alphanumeric() {
+            return true;
+        }
+        if bytes[at - 1] != b'\n' {
             return false;
         }
         for c in text[at..].chars() {

@@ -1,8 +1,8 @@
 //! [`Encoding::additive_at`]: wherever it says a text's count splits, it does. Checked against
 //! the library's own count of the whole and of both parts, for both OpenAI encodings, on
 //! random texts built from the characters that decide where the pre-tokenizer cuts (newlines,
-//! CR, spaces, tabs, NBSP, `/`, punctuation, digits, letters, contractions, non-Latin
-//! letters), on hand-picked corners, and on the real fixtures; and the per-thread memo of
+//! CR, spaces, tabs, NBSP, `/`, quotes, punctuation, digits, letters, contractions, non-Latin
+//! letters), on hand-picked corners, and on the real fixtures (compact JSON too); and the per-thread memo of
 //! piece counts ([`Encoding::count`]) against bpe-openai's count.
 
 use mcp_budget_core::tokens::Encoding;
@@ -51,6 +51,8 @@ fn piece() -> impl Strategy<Value = String> {
         1 => Just("\u{a0}".to_owned()),
         1 => Just("\u{3000}".to_owned()),
         2 => Just("/".to_owned()),
+        // JSON's quotes: a `"` after a letter or digit is a cut.
+        3 => Just("\"".to_owned()),
         2 => prop::sample::select(vec![".", ",", ":", "{", "}", "\"", "-", "'", "#", "*"])
             .prop_map(str::to_owned),
         1 => prop::sample::select(vec!["'s", "'ll", "'T", "'re"]).prop_map(str::to_owned),
@@ -85,9 +87,17 @@ fn corners_and_fixtures() {
         "a\n\u{a0}b",
         "commit 1\nAuthor: A <a@b>\n\n    msg\n\ncommit 2\n",
         include_str!("data/directory_tree.pretty.json"),
+        r#"{"name":"file_1.txt","type":"file","size":1024,"children":[{"a":"b2"}],"x":"it's"}"#,
+        r#"["aé","a'","a's","A"," a","x1","Ω","1.5e3","","東京"]"#,
     ] {
         check_all_cuts(text).unwrap();
     }
+    // A compact directory tree: a `"` after a letter or digit ends most keys and values.
+    let tree: serde_json::Value =
+        serde_json::from_str(include_str!("data/directory_tree.pretty.json")).unwrap();
+    let compact = tree.to_string();
+    let head = &compact[..compact.floor_char_boundary(3000)];
+    check_all_cuts(head).unwrap();
 }
 
 #[test]
@@ -102,5 +112,12 @@ fn the_rule_says_yes_where_it_should() {
     );
     assert!(!e.additive_at("a\n  ", 2), "a trailing whitespace run");
     assert!(!e.additive_at("ab", 1), "not a line start");
+    assert!(e.additive_at(r#"{"a":"b"}"#, 3), "a quote after a letter");
+    assert!(e.additive_at(r#"[7,"x9"]"#, 6), "a quote after a digit");
+    assert!(!e.additive_at(r#"{"a":""}"#, 6), "a quote after a quote");
+    assert!(
+        !e.additive_at(r#"["é"]"#, 4),
+        "a quote after a non-ASCII letter"
+    );
     assert!(!Encoding::Chars4.additive_at("a\nb", 2));
 }

@@ -18,6 +18,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::path::{self, KEY_BIT, child, key_offset, node_at, normalize, number_text};
+use super::prefix::Trials;
 use super::window::write_window;
 use super::{Page, PageInfo, Position};
 use crate::compact;
@@ -121,11 +122,28 @@ impl JsonPaging<'_> {
         self.enc.count_till_limit(text, limit)
     }
 
-    /// Estimated tokens of `v` (as a member `key` when given, plus a separator), or `None` when
-    /// it does not fit `remaining`.
-    fn fit_cost(&self, key: Option<&str>, v: &Value, remaining: usize) -> Option<usize> {
+    /// Estimated tokens of `v` (as a member `key` when given, plus a separator) and its
+    /// estimated compact bytes ([`approx_len`], the key's included), or `None` when it does not
+    /// fit `remaining`. Counted, unless `density` gives the tokens per byte of the unit around
+    /// it, which was counted already.
+    fn fit_cost(
+        &self,
+        key: Option<&str>,
+        v: &Value,
+        remaining: usize,
+        density: Option<f64>,
+    ) -> Option<(usize, usize)> {
         let cap = remaining.saturating_mul(APPROX_BYTES_PER_TOKEN).max(64);
-        approx_len(v, cap)?;
+        let bytes = approx_len(v, cap)? + key.map_or(0, |k| k.len() + 3);
+        if let Some(d) = density {
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss
+            )]
+            let tokens = (bytes as f64 * d).ceil() as usize;
+            return (tokens <= remaining).then_some((tokens + 1, bytes));
+        }
         let mut text = match key {
             Some(k) => {
                 let mut t = serde_json::to_string(k).unwrap_or_default();
@@ -135,16 +153,18 @@ impl JsonPaging<'_> {
             None => String::new(),
         };
         text.push_str(&self.text(v));
-        self.count_upto(&text, remaining).map(|c| c + 1)
+        self.count_upto(&text, remaining).map(|c| (c + 1, bytes))
     }
 
     /// The page that starts at `s` (a canonical position; empty = the document start).
     pub(crate) fn page(&self, s: &[usize], meta: &mut dyn FnMut(&PageInfo<'_>) -> String) -> Page {
+        // Every exact count of a page body: they share long prefixes (see `Trials`).
+        let trials = Trials::new(self.enc);
         if s.is_empty() {
             let cap = self.budget.saturating_mul(BYTES_PER_TOKEN_CAP);
             if approx_len(self.doc, cap).is_some() {
                 let body = self.text(self.doc);
-                if let Some(tokens) = self.enc.count_till_limit(&body, self.budget) {
+                if let Some(tokens) = trials.count_upto(&body, self.budget) {
                     return self.finish(s, &[], None, body, None, tokens, "$".into(), false);
                 }
             }
@@ -200,7 +220,7 @@ impl JsonPaging<'_> {
             let mut limit = body_budget + body_budget / 4 + 16;
             loop {
                 let cands = self.walk(r, s, shell, body_budget, limit);
-                if let Some(b) = self.search(r, s, &cands, body_budget, meta) {
+                if let Some(b) = self.search(r, s, &cands, body_budget, meta, &trials) {
                     return self.finish(
                         s,
                         r,
@@ -232,7 +252,7 @@ impl JsonPaging<'_> {
         let r = roots.last().map_or(&[][..], Vec::as_slice);
         let cands = self.walk(r, s, 0, 0, 0);
         let end = cands.into_iter().next().and_then(|c| c.end);
-        let b = self.build_page(r, s, end, meta);
+        let b = self.build_page(r, s, end, meta, &trials);
         self.finish(s, r, b.end, b.body, Some(b.meta), b.tokens, b.shown, true)
     }
 
@@ -384,10 +404,19 @@ impl JsonPaging<'_> {
         // Whether the key of the member at `pos` was already taken (in pieces): what is left
         // of the member is its value.
         let mut key_done = false;
+        // A unit that fit the limit but was descended into (it crosses the budget line), while
+        // the walk is inside it: the depth of its children and its tokens per byte. Its
+        // descendants are estimated by their size instead of being counted again (a deep
+        // tree would be counted once per level).
+        let mut inside: Option<(usize, f64)> = None;
         loop {
             if !cands.is_empty() && est > limit {
                 break;
             }
+            if inside.is_some_and(|(depth, _)| pos.len() < depth) {
+                inside = None;
+            }
+            let density = inside.map(|(_, d)| d);
             let remaining = limit.saturating_sub(est).max(1);
             // What is left of the body budget proper: a unit that would cross it is descended
             // into, so that candidates are fine-grained where the page will end.
@@ -440,7 +469,8 @@ impl JsonPaging<'_> {
             if pos.len() > r.len()
                 && !key_done
                 && let Some(p) = parent
-                && let Some(run) = self.small_run(p, pos.last().copied().unwrap_or(0), to_target)
+                && let Some(run) =
+                    self.small_run(p, pos.last().copied().unwrap_or(0), to_target, density)
             {
                 let mut done = false;
                 for share in run {
@@ -477,8 +507,9 @@ impl JsonPaging<'_> {
             // A unit that crosses the budget line is split (descended into) only when it is
             // big: small objects (records, rows) stay whole and the page ends between them.
             let small = (target / 16).max(48).min(target / 4);
-            match self.fit_cost(key, node, remaining.max(small)) {
-                Some(cost)
+            let fit = self.fit_cost(key, node, remaining.max(small), density);
+            match fit {
+                Some((cost, _))
                     if cost <= remaining
                         && (cost <= to_target
                             || !(splittable || long_key.is_some())
@@ -490,7 +521,7 @@ impl JsonPaging<'_> {
                     }
                     continue;
                 }
-                Some(cost) if splittable && cost <= small && !cands.is_empty() => break,
+                Some((cost, _)) if splittable && cost <= small && !cands.is_empty() => break,
                 _ => {}
             }
             if let Some(k) = long_key {
@@ -507,6 +538,13 @@ impl JsonPaging<'_> {
                 est += 1 + key.map_or(0, |k| self.enc.count(k) + 2);
                 key_done = false;
                 pos.push(0);
+                if inside.is_none()
+                    && let Some((cost, bytes)) = fit
+                {
+                    #[allow(clippy::cast_precision_loss)]
+                    let d = cost as f64 / bytes.max(1) as f64;
+                    inside = Some((pos.len(), d));
+                }
                 continue;
             }
             if !cands.is_empty() {
@@ -523,8 +561,15 @@ impl JsonPaging<'_> {
 
     /// The estimated tokens of each sibling of a run of at least two small siblings of
     /// `parent` from index `i` (about `RUN_BYTES` of compact text in all) when the whole run
-    /// fits `room`; `None` otherwise (the walk then goes one element at a time).
-    fn small_run(&self, parent: &Value, i: usize, room: usize) -> Option<Vec<usize>> {
+    /// fits `room`; `None` otherwise (the walk then goes one element at a time). Counted, or
+    /// with `density` (tokens per byte of a unit around them, counted already) estimated.
+    fn small_run(
+        &self,
+        parent: &Value,
+        i: usize,
+        room: usize,
+        density: Option<f64>,
+    ) -> Option<Vec<usize>> {
         let children: Box<dyn Iterator<Item = (Option<&str>, &Value)>> = match parent {
             Value::Array(a) => Box::new(a.get(i..)?.iter().map(|c| (None, c))),
             Value::Object(m) => Box::new(m.iter().skip(i).map(|(k, c)| (Some(k.as_str()), c))),
@@ -547,7 +592,15 @@ impl JsonPaging<'_> {
         if ends.len() < 2 {
             return None;
         }
-        let total = self.count_upto(&text, room)?;
+        let total = match density {
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss
+            )]
+            Some(d) => Some((text.len() as f64 * d).ceil() as usize).filter(|&t| t <= room)?,
+            None => self.count_upto(&text, room)?,
+        };
         let mut shares = Vec::with_capacity(ends.len());
         let mut prev_tokens = 0;
         for e in ends {
@@ -665,6 +718,7 @@ impl JsonPaging<'_> {
         cands: &[Cand],
         body_budget: usize,
         meta: &mut dyn FnMut(&PageInfo<'_>) -> String,
+        trials: &Trials<'_>,
     ) -> Option<Built> {
         super::search::calibrated(
             cands.len(),
@@ -672,20 +726,22 @@ impl JsonPaging<'_> {
             self.budget,
             body_budget,
             |i| {
-                let b = self.build_page(r, s, cands[i].end.clone(), meta);
+                let b = self.build_page(r, s, cands[i].end.clone(), meta, trials);
                 let (tokens, meta_tokens) = (b.tokens, b.meta_tokens);
                 (b, tokens, meta_tokens)
             },
         )
     }
 
-    /// The page rooted at `r` from `s` to `end`, counted exactly with its meta.
+    /// The page rooted at `r` from `s` to `end`, counted exactly with its meta (the body
+    /// through `trials`).
     fn build_page(
         &self,
         r: &[usize],
         s: &[usize],
         end: Option<Vec<usize>>,
         meta: &mut dyn FnMut(&PageInfo<'_>) -> String,
+        trials: &Trials<'_>,
     ) -> Built {
         let node = node_at(self.doc, r).unwrap_or(self.doc);
         let rel_s = &s[r.len().min(s.len())..];
@@ -711,7 +767,7 @@ impl JsonPaging<'_> {
         // One exact count: a page that fits is counted whole either way, and one over `room`
         // would be counted again after `count_till_limit` stopped (the exact figure calibrates
         // the search and flags an oversized page), so stopping early never saves work here.
-        let tokens = self.enc.count(&body) + meta_tokens;
+        let tokens = trials.count(&body) + meta_tokens;
         Built {
             body,
             meta: m,

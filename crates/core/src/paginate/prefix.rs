@@ -119,6 +119,79 @@ impl<'a> Prefix<'a> {
     }
 }
 
+/// Exact counts of texts that mostly repeat the text counted before: the trial pages of one
+/// JSON page (the same document from the same start, cut at different ends, each closed with
+/// its brackets), and the whole document's text before them on page 1.
+///
+/// Each text is counted in segments of about [`SEGMENT_BYTES`] ending at points where the count
+/// is additive ([`Encoding::additive_at`]; in compact JSON, a `"` after an ASCII letter or
+/// digit), and the running totals are kept; the next text is counted from the last such point
+/// before the first byte where it differs from the previous one. The numbers are the same as
+/// one count of the whole text (tokens).
+pub(crate) struct Trials<'a> {
+    enc: &'a Encoding,
+    /// The text counted last, and its points with the tokens of the text before each: all
+    /// of them when it was counted whole, those up to where counting stopped otherwise.
+    last: RefCell<(String, Vec<(usize, usize)>)>,
+}
+
+impl<'a> Trials<'a> {
+    /// No text counted yet.
+    pub(crate) fn new(enc: &'a Encoding) -> Self {
+        Trials {
+            enc,
+            last: RefCell::new((String::new(), Vec::new())),
+        }
+    }
+
+    /// Tokens of `text`.
+    pub(crate) fn count(&self, text: &str) -> usize {
+        match self.count_upto(text, usize::MAX) {
+            Some(n) => n,
+            None => self.enc.count(text),
+        }
+    }
+
+    /// Tokens of `text` when at most `limit`, else `None` (counting stops soon after the
+    /// running total passes `limit`).
+    pub(crate) fn count_upto(&self, text: &str, limit: usize) -> Option<usize> {
+        let mut last = self.last.borrow_mut();
+        let (prev, cuts) = &mut *last;
+        // A point before the first difference is a point of `text` too: the bytes on both
+        // sides of it are the same.
+        let same = prev
+            .as_bytes()
+            .iter()
+            .zip(text.as_bytes())
+            .position(|(a, b)| a != b)
+            .unwrap_or(prev.len().min(text.len()));
+        let keep = cuts.partition_point(|&(p, _)| p < same);
+        cuts.truncate(keep);
+        prev.clear();
+        prev.push_str(text);
+        let (mut at, mut total) = cuts.last().copied().unwrap_or((0, 0));
+        let bytes = text.as_bytes();
+        loop {
+            if total > limit {
+                return None;
+            }
+            let from = at + SEGMENT_BYTES;
+            let next = bytes.get(from..).and_then(|tail| {
+                memchr::memchr_iter(b'"', tail)
+                    .map(|k| from + k)
+                    .find(|&q| self.enc.additive_at(text, q))
+            });
+            let Some(next) = next else {
+                let rest = self.enc.count_till_limit(&text[at..], limit - total)?;
+                return Some(total + rest);
+            };
+            total += self.enc.count(&text[at..next]);
+            cuts.push((next, total));
+            at = next;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,6 +264,58 @@ mod tests {
             // The table filled on the way serves exact counts after.
             assert_eq!(p.tokens(text.len()), whole);
         }
+    }
+
+    fn tree(n: usize, tag: &str) -> String {
+        let items: Vec<String> = (0..n)
+            .map(|i| format!(r#"{{"name":"{tag}file_{i}.txt","type":"file","size":{i}}}"#))
+            .collect();
+        format!("[{}]", items.join(","))
+    }
+
+    #[test]
+    fn trials_count_each_text_as_a_whole_count() {
+        let enc = Encoding::Cl100kBase;
+        let long = tree(1200, "");
+        let t = Trials::new(&enc);
+        // Prefixes, the same text again, a text that differs early, one that differs late,
+        // shorter and longer ones, closed with brackets as trial pages are.
+        let texts = [
+            long.clone(),
+            format!("{}]", &long[..20_000]),
+            format!("{}]", &long[..20_001]),
+            long.clone(),
+            format!("{}]", &long[..9_000]),
+            tree(1200, "x"),
+            format!("{}}}]", &long[..30_000]),
+            long[..5].to_owned(),
+            String::new(),
+            long.clone(),
+        ];
+        for text in &texts {
+            assert_eq!(t.count(text), enc.count(text), "{} bytes", text.len());
+        }
+        let whole = enc.count(&long);
+        for limit in [0, 100, whole - 1, whole, whole + 1] {
+            let want = (whole <= limit).then_some(whole);
+            assert_eq!(t.count_upto(&long, limit), want, "limit {limit}");
+            // Counting stopped early leaves points that later counts reuse.
+            assert_eq!(
+                t.count(&long[..long.len() - 1]),
+                enc.count(&long[..long.len() - 1])
+            );
+        }
+        assert!(t.last.borrow().1.len() > 10, "segments were recorded");
+    }
+
+    #[test]
+    fn trials_of_an_encoding_without_points_count_whole() {
+        let enc = Encoding::Chars4;
+        let t = Trials::new(&enc);
+        let text = tree(100, "");
+        assert_eq!(t.count(&text), enc.count(&text));
+        assert_eq!(t.count_upto(&text, 3), None);
+        assert!(t.last.borrow().1.is_empty());
     }
 
     #[test]
