@@ -222,6 +222,7 @@ impl Encoding {
     ///   string values): a piece holding a letter or digit holds no punctuation after it but a
     ///   contraction's `'`, and a piece that starts with punctuation holds no letter or digit
     ///   before it.
+    ///
     /// False for every other encoding (`chars4` rounds up, a HuggingFace tokenizer promises
     /// nothing) and every other position.
     pub fn additive_at(&self, text: &str, at: usize) -> bool {
