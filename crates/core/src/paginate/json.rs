@@ -3,13 +3,16 @@
 //!
 //! How a page is found, without tokenizing the whole payload:
 //! 1. **walk**: from the start position, visit units in document order; a unit that fits the
-//!    remaining budget (estimated by counting its own compact text) is taken whole, one that
-//!    does not is descended into (containers) or split (long strings). Each unit taken gives a
-//!    candidate end position with an estimated cumulative cost. The walk stops a little past
-//!    the body budget, so only about one page of the document is ever serialized.
+//!    remaining budget (estimated by counting its own compact text, or, inside a unit the walk
+//!    counted and then entered, by its size at that unit's tokens per byte where that decides
+//!    clearly) is taken whole, one that does not is descended into (containers) or split (long
+//!    strings). Each unit taken gives a candidate end position with an estimated cumulative
+//!    cost. The walk stops a little past the body budget, so only about one page of the
+//!    document is ever serialized.
 //! 2. **verify**: the estimates are not exact (BPE counts are not additive), so the page for a
-//!    candidate end is built, serialized and counted exactly together with its meta text; a
-//!    binary search over the candidates finds the largest page that fits.
+//!    candidate end is built, serialized and counted exactly together with its meta text (the
+//!    trials share their prefix counts: `prefix::Trials`); a binary search over the candidates
+//!    finds the largest page that fits.
 //! 3. **root deeper**: when the skeleton alone would eat more than a quarter of the body budget
 //!    (deep paths with many short scalars), the page body becomes the sub-tree at a deeper path.
 
@@ -28,7 +31,7 @@ use crate::tokens::Encoding;
 const LONG_STRING_BYTES: usize = 64;
 /// Siblings of at most this many bytes of compact text are estimated in runs.
 const SMALL_UNIT_BYTES: usize = 512;
-/// About this many bytes of small siblings are counted in one tokenizer call.
+/// About this many bytes of small siblings are counted (or estimated) at once.
 const RUN_BYTES: usize = 2048;
 /// A text of more than this many bytes per token of budget is assumed not to fit (it is then
 /// descended into or split rather than serialized whole): keeps work proportional to the page.
@@ -94,6 +97,28 @@ struct Built {
     end: Option<Vec<usize>>,
 }
 
+/// An estimate of a unit's tokens inside a unit the walk counted and then descended into.
+#[derive(Clone, Copy)]
+struct Guess {
+    /// Tokens per byte of compact text of the unit around.
+    density: f64,
+    /// The room left before the budget line, in tokens.
+    to_target: usize,
+}
+
+impl Guess {
+    /// The estimated tokens of a compact text of `bytes` bytes.
+    fn tokens(self, bytes: usize) -> usize {
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let tokens = (bytes as f64 * self.density).ceil() as usize;
+        tokens
+    }
+}
+
 /// Pages one JSON document.
 #[derive(Clone, Copy)]
 pub(crate) struct JsonPaging<'a> {
@@ -122,28 +147,24 @@ impl JsonPaging<'_> {
         self.enc.count_till_limit(text, limit)
     }
 
-    /// Estimated tokens of `v` (as a member `key` when given, plus a separator) and its
-    /// estimated compact bytes ([`approx_len`], the key's included), or `None` when it does not
-    /// fit `remaining`. Counted, unless `density` gives the tokens per byte of the unit around
-    /// it, which was counted already.
+    /// Estimated tokens of `v` (as a member `key` when given, plus a separator) and the bytes
+    /// of its compact text (the key's included), or `None` when it does not fit `remaining`.
+    ///
+    /// Counted, unless `guess` gives the tokens per byte of compact text of a unit around it
+    /// (counted already) and the room left before the budget line: then the estimate stands
+    /// where it decides clearly, at most half the room (the unit is taken) or over the room (it
+    /// is descended into, which costs nothing but finer candidates); in between the unit is
+    /// counted, or one denser than its surroundings would be taken whole and end the page
+    /// before it.
     fn fit_cost(
         &self,
         key: Option<&str>,
         v: &Value,
         remaining: usize,
-        density: Option<f64>,
+        guess: Option<Guess>,
     ) -> Option<(usize, usize)> {
         let cap = remaining.saturating_mul(APPROX_BYTES_PER_TOKEN).max(64);
-        let bytes = approx_len(v, cap)? + key.map_or(0, |k| k.len() + 3);
-        if let Some(d) = density {
-            #[allow(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                clippy::cast_precision_loss
-            )]
-            let tokens = (bytes as f64 * d).ceil() as usize;
-            return (tokens <= remaining).then_some((tokens + 1, bytes));
-        }
+        approx_len(v, cap)?;
         let mut text = match key {
             Some(k) => {
                 let mut t = serde_json::to_string(k).unwrap_or_default();
@@ -153,7 +174,14 @@ impl JsonPaging<'_> {
             None => String::new(),
         };
         text.push_str(&self.text(v));
-        self.count_upto(&text, remaining).map(|c| (c + 1, bytes))
+        if let Some(g) = guess {
+            let tokens = g.tokens(text.len());
+            if tokens <= g.to_target / 2 || tokens > g.to_target {
+                return (tokens <= remaining).then_some((tokens + 1, text.len()));
+            }
+        }
+        self.count_upto(&text, remaining)
+            .map(|c| (c + 1, text.len()))
     }
 
     /// The page that starts at `s` (a canonical position; empty = the document start).
@@ -417,10 +445,11 @@ impl JsonPaging<'_> {
                 inside = None;
             }
             let density = inside.map(|(_, d)| d);
-            let remaining = limit.saturating_sub(est).max(1);
-            // What is left of the body budget proper: a unit that would cross it is descended
-            // into, so that candidates are fine-grained where the page will end.
             let to_target = target.saturating_sub(est).max(1);
+            let remaining = limit.saturating_sub(est).max(1);
+            // What is left of the body budget proper (`to_target`, above): a unit that would
+            // cross it is descended into, so that candidates are fine-grained where the page
+            // will end.
             if let Some(o) = pos.last().copied().and_then(key_offset) {
                 // Inside a long key: pieces at character boundaries, then its value.
                 let member = &pos[..pos.len() - 1];
@@ -465,7 +494,8 @@ impl JsonPaging<'_> {
                 continue;
             }
             // Runs of small siblings are counted in one tokenizer call (per-call overhead
-            // dominates on many small elements), their tokens spread over them by bytes.
+            // dominates on many small elements), or estimated inside a counted unit, their
+            // tokens spread over them by bytes.
             if pos.len() > r.len()
                 && !key_done
                 && let Some(p) = parent
@@ -507,7 +537,10 @@ impl JsonPaging<'_> {
             // A unit that crosses the budget line is split (descended into) only when it is
             // big: small objects (records, rows) stay whole and the page ends between them.
             let small = (target / 16).max(48).min(target / 4);
-            let fit = self.fit_cost(key, node, remaining.max(small), density);
+            let guess = density
+                .filter(|_| splittable)
+                .map(|density| Guess { density, to_target });
+            let fit = self.fit_cost(key, node, remaining.max(small), guess);
             match fit {
                 Some((cost, _))
                     if cost <= remaining
@@ -592,13 +625,17 @@ impl JsonPaging<'_> {
         if ends.len() < 2 {
             return None;
         }
-        let total = match density {
-            #[allow(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                clippy::cast_precision_loss
-            )]
-            Some(d) => Some((text.len() as f64 * d).ceil() as usize).filter(|&t| t <= room)?,
+        // An estimate that leaves half the room stands (see `fit_cost`); otherwise the run is
+        // counted.
+        let guess = density
+            .map(|density| Guess {
+                density,
+                to_target: room,
+            })
+            .map(|g| g.tokens(text.len()))
+            .filter(|&t| t <= room / 2);
+        let total = match guess {
+            Some(t) => t,
             None => self.count_upto(&text, room)?,
         };
         let mut shares = Vec::with_capacity(ends.len());

@@ -1,9 +1,11 @@
-//! Exact token counts of every prefix of a text from one start, each segment counted once.
+//! Exact token counts of every prefix of a text from one start ([`Prefix`], text pages), and
+//! of texts that repeat most of the text counted before ([`Trials`], JSON pages), each
+//! segment counted once.
 //!
 //! Paging a text tries several page ends and counts each trial page exactly. Counted afresh,
 //! every trial costs a whole page of tokenizing (a budget of 10,000 tokens is ~40 KB), and a
 //! page takes three to six trials. Where the encoding's count is additive
-//! ([`Encoding::additive_at`]: at most line starts of logs, diffs and code), the count of
+//! ([`Encoding::additive_at`]: for [`Prefix`], the line starts of logs, diffs and code), the count of
 //! `text[start..end]` is the sum of the counts of the segments between such points, so
 //! [`Prefix`] counts the text segment by segment (segments of about [`SEGMENT_BYTES`]), keeps
 //! the running totals, and counts a trial as the total at the last point before its end plus
@@ -152,8 +154,10 @@ impl<'a> Trials<'a> {
         }
     }
 
-    /// Tokens of `text` when at most `limit`, else `None` (counting stops soon after the
-    /// running total passes `limit`).
+    /// Tokens of `text` when at most `limit`, else `None`. Counting stops at the first
+    /// additive point after the running total passes `limit` (or at `limit` itself in the last
+    /// segment): soon in compact JSON, whose points are a few bytes apart; a long stretch
+    /// without one (a long string) is counted to its end.
     pub(crate) fn count_upto(&self, text: &str, limit: usize) -> Option<usize> {
         let mut last = self.last.borrow_mut();
         let (prev, cuts) = &mut *last;

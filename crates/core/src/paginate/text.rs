@@ -150,6 +150,9 @@ impl TextPaging<'_> {
         let mut est = 0;
         // `at` is `o` or a segment end of `prefix` (so `est` is its exact count).
         let mut aligned = true;
+        // Chunks shrink by half each time one does not fit: near the end of the page, every
+        // line would otherwise cost a count of a whole chunk that cannot fit.
+        let mut chunk_bytes = CHUNK_BYTES;
         while at < text.len() && est <= limit {
             let remaining = limit - est;
             if aligned
@@ -167,11 +170,11 @@ impl TextPaging<'_> {
                 continue;
             }
             aligned = false;
-            // Whole lines in chunks of about CHUNK_BYTES, counted at once (one tokenizer call
+            // Whole lines in chunks of about `chunk_bytes`, counted at once (one tokenizer call
             // per chunk, not per line); a chunk's tokens are spread over its lines by bytes.
             let mut ends = Vec::new();
             let mut end = at;
-            while end < text.len() && end - at < CHUNK_BYTES {
+            while end < text.len() && end - at < chunk_bytes {
                 end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
                 ends.push(end);
             }
@@ -182,6 +185,10 @@ impl TextPaging<'_> {
                 cands.extend(ends.iter().map(|&e| (e, est + c * (e - at) / span)));
                 est += c;
                 at = end;
+                continue;
+            }
+            if ends.len() > 1 {
+                chunk_bytes = (chunk_bytes / 2).max(1);
                 continue;
             }
             // The page ends in this chunk: line by line.
