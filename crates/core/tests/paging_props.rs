@@ -784,3 +784,47 @@ fn positions_survive_their_text_form() {
         }
     }
 }
+
+/// Inside a unit it counted, the JSON walk estimates the units within by size at that unit's
+/// tokens per byte; a unit much denser than its surroundings (control characters escaped as
+/// `\u0001`, Chinese beside English) must still be counted before it is taken whole, or the
+/// page ends before it half empty. Inputs from the review of that estimate: before its fix they
+/// gave pages of 20 of 1,000 tokens, 4,989 of 8,000, and 881 of 2,000.
+#[test]
+fn dense_units_inside_sparse_ones_do_not_cut_pages_short() {
+    let control = |n: usize| "\u{1}".repeat(n);
+    let mut mixed: Vec<Value> = vec![json!("head"), json!(vec![control(10); 33])];
+    mixed.extend((0..40).map(|_| json!(" ".repeat(60))));
+    let zh = "这是一个用于测试分页的中文句子，包含一些常见的词语和标点符号。";
+    let en =
+        "The quick brown fox jumps over the lazy dog while the documentation explains pagination.";
+    let cases = [
+        (json!([mixed, (0..300).collect::<Vec<_>>()]), 1000),
+        (
+            json!([vec![control(3); 850], (0..300).collect::<Vec<_>>()]),
+            8000,
+        ),
+        (
+            json!(
+                (0..6)
+                    .map(|i| json!({"id": i, "zh": vec![zh; 40], "en": vec![en; 20]}))
+                    .collect::<Vec<_>>()
+            ),
+            2000,
+        ),
+    ];
+    for (value, budget) in cases {
+        let doc = Document::Json(value);
+        let pages = all_pages(&doc, budget);
+        let tokens: Vec<usize> = pages.iter().map(|p| p.tokens).collect();
+        for p in &pages[..pages.len() - 1] {
+            assert!(
+                p.tokens * 100 >= budget * 85,
+                "a page of {} tokens at budget {budget}: {tokens:?}",
+                p.tokens
+            );
+        }
+        assert!(tokens.iter().all(|&t| t <= budget), "{tokens:?}");
+        assert_eq!(reassemble(&pages).unwrap(), Document::Json(rounded(&doc)));
+    }
+}
