@@ -34,6 +34,9 @@ pub(crate) struct FixtureArgs {
     /// Also list an upstream tool named `read_more`.
     #[arg(long)]
     collide_read_more: bool,
+    /// Also offer prompts and resources (empty lists).
+    #[arg(long)]
+    lists: bool,
 }
 
 /// The proxy's defaults that the demo relies on (DESIGN.md, CLI contract).
@@ -337,6 +340,7 @@ pub(crate) fn run_fixture(args: FixtureArgs) -> anyhow::Result<ExitCode> {
     let options = Options {
         protocol,
         collide_read_more: args.collide_read_more,
+        offer_lists: args.lists,
     };
     let stdin = std::io::BufReader::new(std::io::stdin());
     let stdout = std::io::stdout().lock();

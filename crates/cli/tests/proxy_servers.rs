@@ -279,6 +279,60 @@ fn a_crashed_server_is_isolated_and_restarted() {
 }
 
 #[test]
+fn a_crashed_server_with_prompts_and_resources_announces_those_lists_too() {
+    let config = format!(
+        "{}{}",
+        fixture("a", "").replace(
+            "args = [\"fixture-server\"]",
+            "args = [\"fixture-server\", \"--lists\"]"
+        ),
+        fixture("b", "")
+    );
+    let (mut proxy, _file, init) = start(&config);
+    assert!(
+        init["result"]["capabilities"]["prompts"]["listChanged"] == true,
+        "{init}"
+    );
+    proxy.send(&call(1, "a__crash", json!({})));
+    let mut others = Vec::new();
+    recv_id(&proxy, &json!(1), &mut others);
+    // Gone and back: each list is told changed twice.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut id = 2;
+    loop {
+        assert!(Instant::now() < deadline, "a never came back: {others:?}");
+        proxy.send(&call(id, "a__echo", json!({})));
+        let answer = recv_id(&proxy, &json!(id), &mut others);
+        if answer["result"]["isError"].is_null() && answer.get("error").is_none() {
+            break;
+        }
+        id += 1;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The comeback's notifications may still be on their way: ping until they are in.
+    let methods = [
+        "notifications/tools/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/prompts/list_changed",
+    ];
+    let told =
+        |others: &[Value], method: &str| others.iter().filter(|m| m["method"] == method).count();
+    let mut ping = 1000;
+    while methods.iter().any(|m| told(&others, m) < 2) {
+        assert!(Instant::now() < deadline, "{others:?}");
+        std::thread::sleep(Duration::from_millis(50));
+        proxy.send(&request(json!(ping), "ping", json!({})));
+        recv_id(&proxy, &json!(ping), &mut others);
+        ping += 1;
+    }
+    for method in methods {
+        assert_eq!(told(&others, method), 2, "{method}: {others:?}");
+    }
+    proxy.close_stdin();
+    assert!(proxy.wait(Duration::from_secs(20)).success());
+}
+
+#[test]
 fn a_server_that_cannot_start_leaves_the_others_working() {
     let config = format!(
         "{}[servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n",

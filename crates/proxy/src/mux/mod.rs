@@ -43,7 +43,9 @@
 //!   its calls are answered the same way while it is down, the others keep working. It is
 //!   restarted after [`BACKOFF_MIN`], doubling up to [`BACKOFF_MAX`] (back to the minimum after
 //!   [`STABLE_AFTER`] of uptime), initialized with the client's params again; the client gets
-//!   `notifications/tools/list_changed` when its tools go away and when they come back.
+//!   `notifications/tools/list_changed` when its tools go away and when they come back (and
+//!   `notifications/resources/list_changed`, `notifications/prompts/list_changed` when that
+//!   server offers resources or prompts).
 //! - **Back-pressure.** The client's messages are never held up by one server: a server with
 //!   256 lines queued (it stopped reading its input) gets no more; a request for it is answered
 //!   as for a server that is down, a notification for it is dropped (a line on stderr).

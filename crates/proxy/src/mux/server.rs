@@ -78,16 +78,18 @@ pub(crate) async fn supervise(hub: Arc<Hub>, index: usize, options: RelayOptions
 }
 
 /// Marks server `index` down, answers what still waited on it, and tells the client its
-/// tools went away.
+/// lists changed (see [`tell_lists_changed`]).
 async fn gone(hub: &Hub, index: usize, why: &str) {
     let was_ready = {
         let mut link = hub.link(index);
         link.tx = None;
-        let ready = matches!(link.phase, Phase::Ready(_));
-        link.phase = Phase::Down {
+        let down = Phase::Down {
             why: why.to_owned(),
         };
-        ready
+        match std::mem::replace(&mut link.phase, down) {
+            Phase::Ready(result) => Some(result),
+            _ => None,
+        }
     };
     for waiter in hub.drop_server(index) {
         match waiter {
@@ -99,15 +101,39 @@ async fn gone(hub: &Hub, index: usize, why: &str) {
             }
         }
     }
-    if was_ready && !hub.closing.load(Ordering::SeqCst) {
-        hub.to_client(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}))
-            .await;
+    if let Some(result) = was_ready
+        && !hub.closing.load(Ordering::SeqCst)
+    {
+        tell_lists_changed(hub, &result).await;
+    }
+}
+
+/// Tells the client that the merged lists changed because a server went away or came back
+/// (`initialize_result`: that server's `initialize` result): `notifications/tools/list_changed`
+/// always, `notifications/resources/list_changed` and `notifications/prompts/list_changed`
+/// when the server offers resources or prompts (the merged capabilities then promise
+/// `listChanged` for them; MCP 2025-11-25, "Server Features": List Changed Notification).
+async fn tell_lists_changed(hub: &Hub, initialize_result: &Value) {
+    let offers = |feature: &str| {
+        initialize_result
+            .get("capabilities")
+            .and_then(|c| c.get(feature))
+            .is_some_and(Value::is_object)
+    };
+    hub.to_client(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}))
+        .await;
+    for feature in ["resources", "prompts"] {
+        if offers(feature) {
+            let method = format!("notifications/{feature}/list_changed");
+            hub.to_client(&json!({"jsonrpc": "2.0", "method": method}))
+                .await;
+        }
     }
 }
 
 /// Initializes server `index` (connection `generation`) with the client's `initialize`
-/// params; then it is ready (or failed). A comeback is announced to the client with
-/// `notifications/tools/list_changed`.
+/// params; then it is ready (or failed). A comeback is announced to the client
+/// ([`tell_lists_changed`]).
 pub(crate) async fn bring_up(hub: Arc<Hub>, index: usize, generation: u64) {
     let Some(params) = hub.init_params() else {
         return;
@@ -132,9 +158,9 @@ pub(crate) async fn bring_up(hub: Arc<Hub>, index: usize, generation: u64) {
         }
         match answer {
             Ok(result) => {
+                let comeback = link.was_ready.then(|| result.clone());
                 link.phase = Phase::Ready(result);
                 link.told_initialized = tell;
-                let comeback = link.was_ready;
                 link.was_ready = true;
                 comeback
             }
@@ -150,9 +176,8 @@ pub(crate) async fn bring_up(hub: Arc<Hub>, index: usize, generation: u64) {
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let _ = tx.send(note.to_string().into_bytes()).await;
     }
-    if comeback {
-        hub.to_client(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}))
-            .await;
+    if let Some(result) = comeback {
+        tell_lists_changed(&hub, &result).await;
     }
 }
 
