@@ -13,9 +13,9 @@
 //!   boolean or `null`), `_meta` and `resultType` (MCP 2026-07-28), each readable by
 //!   `serde_json` as a value; no `structuredContent`, no other member, no member twice;
 //! - every content item is an object, exactly `{"type": "text", "text": <string>}` (no
-//!   annotations, no `_meta`), and no text begins (after whitespace) with `{` or `[` (a JSON
-//!   text is compacted and rounded) or is a blob over the blob threshold (base64 or a `data:`
-//!   URI: offloaded);
+//!   annotations, no `_meta`), and no text is a JSON document (`dialect::json_document`, what
+//!   the full path compacts and rounds) or a blob over the blob threshold
+//!   (`BlobSink::is_blob`: base64 or a `data:` URI, offloaded);
 //! - no banner, no `uuid_prefix` for the tool;
 //! - the texts' tokens, each counted as the full path counts it, add up to at most the tool's
 //!   budget (`max_tokens`).

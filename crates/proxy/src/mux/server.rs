@@ -80,7 +80,8 @@ pub(crate) async fn supervise(hub: Arc<Hub>, index: usize, options: RelayOptions
 /// Marks server `index` down, answers what still waited on it, and tells the client its
 /// lists changed (see [`tell_lists_changed`]).
 async fn gone(hub: &Hub, index: usize, why: &str) {
-    let was_ready = {
+    // Its `initialize` result, when it was ready.
+    let initialized = {
         let mut link = hub.link(index);
         link.tx = None;
         let down = Phase::Down {
@@ -101,7 +102,7 @@ async fn gone(hub: &Hub, index: usize, why: &str) {
             }
         }
     }
-    if let Some(result) = was_ready
+    if let Some(result) = initialized
         && !hub.closing.load(Ordering::SeqCst)
     {
         tell_lists_changed(hub, &result).await;
