@@ -19,11 +19,14 @@
 //! [`Head::last`], writes the page it would write on the whole document; the caller checks the
 //! end ([`crate::paginate::Position::at_or_before`]).
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+
+pub mod halves;
 
 /// The head of a JSON text (see the module docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -132,10 +135,18 @@ pub fn head(text: &str, min_bytes: usize) -> Option<Head> {
 /// [`Head::last`]) has a key twice: then the head's units up to `last` are those of the
 /// document. Reads the text once without building it (only the chain's keys are kept), as
 /// `Value` reads it: an object whose first key is one of `serde_json`'s private tokens is what
-/// `Value` makes of it (see `Skip`).
+/// `Value` makes of it (see `Skip`). [`halves`] gives the same answer on two threads.
 pub fn rest_agrees(text: &str, last: &[usize]) -> bool {
+    let open = RefCell::new(Open::default());
     let mut de = serde_json::Deserializer::from_str(text);
-    Chain { path: last }.deserialize(&mut de).is_ok() && de.end().is_ok()
+    Chain {
+        path: last,
+        depth: 0,
+        open: &open,
+    }
+    .deserialize(&mut de)
+    .is_ok()
+        && de.end().is_ok()
 }
 
 /// JSON whitespace (RFC 8259 §2).
@@ -143,10 +154,39 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
+/// The containers a pass has entered and not yet left: when the text it reads ends early
+/// (the first of [`halves`]), those open at its end.
+#[derive(Debug, Default)]
+struct Open {
+    /// `b'['` or `b'{'` per open container, the root first.
+    kinds: Vec<u8>,
+    /// The keys read so far of each open object on the chain, with its depth (the root's is 0).
+    chain_keys: Vec<(usize, HashSet<String>)>,
+    /// The depth of the deepest container of the chain entered so far.
+    chain_reached: usize,
+}
+
+impl Open {
+    fn enter(cell: Option<&RefCell<Open>>, kind: u8) {
+        if let Some(cell) = cell {
+            cell.borrow_mut().kinds.push(kind);
+        }
+    }
+
+    fn leave(cell: Option<&RefCell<Open>>) {
+        if let Some(cell) = cell {
+            cell.borrow_mut().kinds.pop();
+        }
+    }
+}
+
 /// Reads a container on the open chain: `path[0]` is the index of the chain's next container
-/// in it (when `path` has more steps); every other child is skipped unbuilt.
+/// in it (when `path` has more steps); every other child is skipped unbuilt. `depth` is the
+/// container's own (the root's is 0).
 struct Chain<'p> {
     path: &'p [usize],
+    depth: usize,
+    open: &'p RefCell<Open>,
 }
 
 impl Chain<'_> {
@@ -154,7 +194,21 @@ impl Chain<'_> {
     fn down(&self, i: usize) -> Option<Chain<'_>> {
         (self.path.len() > 1 && self.path.first() == Some(&i)).then(|| Chain {
             path: &self.path[1..],
+            depth: self.depth + 1,
+            open: self.open,
         })
+    }
+
+    fn enter(&self, kind: u8) {
+        let mut open = self.open.borrow_mut();
+        open.kinds.push(kind);
+        open.chain_reached = open.chain_reached.max(self.depth);
+    }
+
+    fn skip(&self) -> Skip<'_> {
+        Skip {
+            open: Some(self.open),
+        }
     }
 }
 
@@ -174,36 +228,51 @@ impl<'de> Visitor<'de> for Chain<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.enter(b'[');
         let mut i = 0;
         loop {
             let more = match self.down(i) {
                 Some(chain) => seq.next_element_seed(chain)?.is_some(),
-                None => seq.next_element_seed(Skip)?.is_some(),
+                None => seq.next_element_seed(self.skip())?.is_some(),
             };
             if !more {
-                return Ok(());
+                break;
             }
             i += 1;
         }
+        Open::leave(Some(self.open));
+        Ok(())
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
+        self.enter(b'{');
+        self.open
+            .borrow_mut()
+            .chain_keys
+            .push((self.depth, HashSet::new()));
         let mut i = 0;
         while let Some(key) = map.next_key::<String>()? {
             if i == 0 && (key == NUMBER_TOKEN || key == RAW_TOKEN) {
                 // `serde_json` reads such an object as something else (see `Skip`).
                 return Err(de::Error::custom("a serde_json token as the first key"));
             }
-            if !seen.insert(key) {
+            let fresh = match self.open.borrow_mut().chain_keys.last_mut() {
+                Some((_, seen)) => seen.insert(key),
+                None => true,
+            };
+            if !fresh {
                 return Err(de::Error::custom("a key repeated in an object of the head"));
             }
             match self.down(i) {
                 Some(chain) => map.next_value_seed(chain)?,
-                None => map.next_value_seed(Skip)?,
+                None => {
+                    map.next_value_seed(self.skip())?;
+                }
             }
             i += 1;
         }
+        self.open.borrow_mut().chain_keys.pop();
+        Open::leave(Some(self.open));
         Ok(())
     }
 }
@@ -219,69 +288,83 @@ const RAW_TOKEN: &str = "$serde_json::private::RawValue";
 /// key is [`NUMBER_TOKEN`] must hold a number's spelling (then `serde_json` requires that one
 /// member only, as for `Value`); [`RAW_TOKEN`] is refused (never in a text `Value` reads as an
 /// object: the caller takes the full path). Other keys, strings and scalars are read, not kept.
-struct Skip;
+/// Its value is the value's nesting: the containers on its deepest path (a scalar's is 0,
+/// `[[1]]`'s 2). With `open`, the containers entered and not left are kept there.
+#[derive(Clone, Copy)]
+struct Skip<'o> {
+    open: Option<&'o RefCell<Open>>,
+}
 
-impl<'de> DeserializeSeed<'de> for Skip {
-    type Value = ();
+impl<'de> DeserializeSeed<'de> for Skip<'_> {
+    type Value = usize;
 
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Skip {
-    type Value = ();
+impl<'de> Visitor<'de> for Skip<'_> {
+    type Value = usize;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
-        Ok(())
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<usize, E> {
+        Ok(0)
     }
 
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
-        Ok(())
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<usize, E> {
+        Ok(0)
     }
 
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
-        Ok(())
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<usize, E> {
+        Ok(0)
     }
 
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
-        Ok(())
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<usize, E> {
+        Ok(0)
     }
 
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Ok(())
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<usize, E> {
+        Ok(0)
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
+    fn visit_unit<E: de::Error>(self) -> Result<usize, E> {
+        Ok(0)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(Skip)?.is_some() {}
-        Ok(())
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
+        Open::enter(self.open, b'[');
+        let mut inner = 0;
+        while let Some(d) = seq.next_element_seed(self)? {
+            inner = inner.max(d);
+        }
+        Open::leave(self.open);
+        Ok(inner + 1)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        match map.next_key_seed(FirstKey)? {
-            None => return Ok(()),
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<usize, A::Error> {
+        Open::enter(self.open, b'{');
+        let mut inner = match map.next_key_seed(FirstKey)? {
+            None => 0,
             Some(FirstKind::Number) => {
                 // A number (`serde_json` hands `arbitrary_precision` numbers over this way),
                 // or an object spelled like one: the same to `Value`.
-                return map.next_value_seed(NumberSpelling);
+                map.next_value_seed(NumberSpelling)?;
+                Open::leave(self.open);
+                return Ok(1);
             }
             Some(FirstKind::Raw) => {
                 return Err(de::Error::custom("a serde_json raw value token as a key"));
             }
-            Some(FirstKind::Other) => map.next_value_seed(Skip)?,
-        }
+            Some(FirstKind::Other) => map.next_value_seed(self)?,
+        };
         while map.next_key::<IgnoredAny>()?.is_some() {
-            map.next_value_seed(Skip)?;
+            inner = inner.max(map.next_value_seed(self)?);
         }
-        Ok(())
+        Open::leave(self.open);
+        Ok(inner + 1)
     }
 }
 

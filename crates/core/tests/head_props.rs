@@ -2,6 +2,7 @@
 //! chain, and the whole text agrees with it exactly when it is strict JSON with no key
 //! repeated on that chain. Cases come from `PROPTEST_CASES` (CI runs 10,000).
 
+use mcp_budget_core::head::halves::Halves;
 use mcp_budget_core::head::{head, rest_agrees};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -56,7 +57,80 @@ fn doc() -> impl Strategy<Value = Value> {
     .prop_filter("a container root", |v| v.is_array() || v.is_object())
 }
 
+/// One edit of a JSON text: a character put in, one taken out, or a line written twice (which
+/// repeats a key, or a member of an array).
+#[derive(Debug, Clone)]
+enum Edit {
+    Insert(prop::sample::Index, char),
+    Remove(prop::sample::Index),
+    Twice(prop::sample::Index),
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        (
+            any::<prop::sample::Index>(),
+            prop::sample::select(vec![
+                ',', '"', ']', '}', '[', '{', ':', '\n', '\\', 'x', '1', ' '
+            ]),
+        )
+            .prop_map(|(at, c)| Edit::Insert(at, c)),
+        any::<prop::sample::Index>().prop_map(Edit::Remove),
+        any::<prop::sample::Index>().prop_map(Edit::Twice),
+    ]
+}
+
+fn apply(text: &str, edit: &Edit) -> String {
+    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+    let mut out = text.to_string();
+    match edit {
+        Edit::Insert(at, c) => out.insert(bounds[at.index(bounds.len())], *c),
+        Edit::Remove(at) => {
+            out.remove(bounds[at.index(bounds.len())]);
+        }
+        Edit::Twice(at) => {
+            let lines: Vec<&str> = text.split_inclusive('\n').collect();
+            let k = at.index(lines.len());
+            out = lines[..=k].concat() + lines[k] + &lines[k + 1..].concat();
+        }
+    }
+    out
+}
+
 proptest! {
+    /// Cut in two anywhere `Halves` finds a cut, a text (pretty JSON, perhaps edited into
+    /// something else) gets the answer the whole read gives: kept or refused alike.
+    #[test]
+    fn the_halves_answer_as_the_whole_read_does(
+        v in doc(),
+        edit in prop::option::of(edit()),
+        min in 0usize..300,
+        nears in prop::collection::vec(any::<prop::sample::Index>(), 6),
+    ) {
+        let mut text = serde_json::to_string_pretty(&v).unwrap();
+        if let Some(edit) = &edit {
+            text = apply(&text, edit);
+        }
+        let Some(h) = head(&text, text.len() * min / 1000) else {
+            return Ok(());
+        };
+        let whole = rest_agrees(&text, &h.last);
+        for (k, near) in nears.iter().enumerate() {
+            // Half the cuts past the head's cut (where the answer is the whole read's), half
+            // anywhere (where the chain may open after the cut: never a wrong yes).
+            let from = if k % 2 == 0 { h.read } else { 0 };
+            let Some(halves) = Halves::new(&text, from + near.index(text.len() - from)) else {
+                continue;
+            };
+            let halves_agree = halves.agree_in_turn(&h.last);
+            if from > 0 {
+                prop_assert_eq!(halves_agree, whole, "cut at {}", halves.at());
+            } else {
+                prop_assert!(whole || !halves_agree, "cut at {}", halves.at());
+            }
+        }
+    }
+
     #[test]
     fn the_head_is_the_document_cut_along_its_open_chain(
         v in doc(),

@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mcp_budget_core::head;
+use mcp_budget_core::head::halves::Halves;
 use mcp_budget_core::paginate::Document;
 use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
@@ -55,6 +56,93 @@ pub(crate) const MIN_SOURCE_BYTES: usize = 256 * 1024;
 /// what the margin buys is page 1 being the full path's own page: the pager's look-ahead never
 /// sizes a unit the head cut short (tests: `early_tests`).
 pub(crate) const HEAD_BYTES_PER_TOKEN: usize = 16;
+
+/// Texts of at least this many bytes are checked in two parts on two threads
+/// ([`head::halves`]): 2 MiB take about 2 ms to check in one `serde_json` pass over pretty
+/// JSON (12 MB: 11 ms), less than reading the head and writing page 1.
+pub(crate) const HALVES_MIN_BYTES: usize = 2 * 1024 * 1024;
+
+/// The part before the cut is about this fraction (1/8) of the text: checking it costs about
+/// twice as much per byte as the rest (`serde_json` counts the line breaks before the end of
+/// a text it runs out of), and its thread reads the head and writes page 1 first.
+pub(crate) const HALVES_FIRST_SHARE: usize = 8;
+
+/// Page 1 of `text` cut from its head, when the whole text agrees with the head (see the
+/// module docs); `None` sends the result the full path.
+///
+/// The check runs beside page 1: on another thread for the whole text, or, for texts of at
+/// least [`HALVES_MIN_BYTES`], in two parts ([`head::halves`]): the part after a cut near
+/// the first [`HALVES_FIRST_SHARE`]th checked on another thread from the start, the part
+/// before it on this thread once page 1 is written (reading the head and writing page 1 take
+/// about as long as checking the rest of a tenth of the text).
+fn checked_page_one(
+    b: &Boundary,
+    text: &str,
+    extra: &Map<String, Value>,
+    budget: usize,
+    precision: u32,
+) -> Option<(NewPage, parts::Sheet)> {
+    let min_bytes = budget.saturating_mul(HEAD_BYTES_PER_TOKEN);
+    let container = matches!(text.trim_start().as_bytes().first(), Some(b'[' | b'{'));
+    // The cut must come after the head's (see `Halves::first`): a pretty-printed head has
+    // about four bytes of text per byte of non-whitespace.
+    let halves = (container && text.len() >= HALVES_MIN_BYTES)
+        .then(|| {
+            let near = (text.len() / HALVES_FIRST_SHARE).max(min_bytes.saturating_mul(8));
+            Halves::new(text, near)
+        })
+        .flatten();
+    std::thread::scope(|s| {
+        let second = halves.map(|h| (h, spawn_check(s, move || h.second())));
+        let head = head::head(text, min_bytes)?;
+        if head.read.saturating_mul(2) > text.len()
+            || super::blobs::has_string_over(&head.value, b.blobs.threshold())
+        {
+            // Most of the text anyway, or a string the full path may offload as a blob.
+            return None;
+        }
+        let last = head.last.clone();
+        // Halves cut before the head's end cannot answer (rare: a head of more than eight
+        // bytes of text per byte of non-whitespace); the whole text is checked then.
+        let second = second.filter(|(h, _)| h.at() > head.read);
+        let whole = match second {
+            None => {
+                let last = last.clone();
+                Some(spawn_check(s, move || head::rest_agrees(text, &last)))
+            }
+            Some(_) => None,
+        };
+        let page1 = page_of_head(b, head, extra, text, budget, precision)?;
+        let agrees = match (whole, second) {
+            (Some(whole), _) => match whole {
+                Some(t) => t.join().unwrap_or(false),
+                // No thread to be had: check here.
+                None => head::rest_agrees(text, &last),
+            },
+            (None, Some((h, thread))) => {
+                let first = h.first(&last);
+                let second = match thread {
+                    Some(t) => t.join().ok().flatten(),
+                    None => h.second(),
+                };
+                matches!((first, second), (Some(f), Some(s)) if head::halves::agree(&f, &s))
+            }
+            (None, None) => false,
+        };
+        agrees.then_some(page1)
+    })
+}
+
+/// Runs a check on a thread of its own; `None` when there is none to be had.
+fn spawn_check<'s, T: Send + 's>(
+    s: &'s std::thread::Scope<'s, '_>,
+    f: impl FnOnce() -> T + Send + 's,
+) -> Option<std::thread::ScopedJoinHandle<'s, T>> {
+    std::thread::Builder::new()
+        .name("mcp-budget-check".into())
+        .spawn_scoped(s, f)
+        .ok()
+}
 
 /// Heap bytes of a parsed tree per byte of its compact rendering, for the store's accounting
 /// until the tree is built (see [`super::store::TREE_FACTOR`]).
@@ -105,13 +193,6 @@ pub(crate) fn shape(
         }
     };
     let budget = rule.max_tokens.max(mcp_budget_core::MIN_BUDGET_TOKENS);
-    let head = head::head(text, budget.saturating_mul(HEAD_BYTES_PER_TOKEN))?;
-    if head.read.saturating_mul(2) > text.len()
-        || super::blobs::has_string_over(&head.value, b.blobs.threshold())
-    {
-        // Most of the text anyway, or a string the full path may offload as a blob.
-        return None;
-    }
     // The item's other members (`annotations`, `_meta`), without copying its text.
     let extra: Map<String, Value> = item
         .as_object()?
@@ -119,25 +200,7 @@ pub(crate) fn shape(
         .filter(|(k, _)| !matches!(k.as_str(), "type" | "text"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-
-    let last = head.last.clone();
-    let precision = rule.precision;
-    let (page1, agrees) = std::thread::scope(|s| {
-        let check = std::thread::Builder::new()
-            .name("mcp-budget-check".into())
-            .spawn_scoped(s, || head::rest_agrees(text, &last));
-        let page1 = page_of_head(b, head, &extra, text, budget, precision);
-        let agrees = match check {
-            Ok(check) => check.join().unwrap_or(false),
-            // No thread to be had: check here, after page 1.
-            Err(_) => page1.is_some() && head::rest_agrees(text, &last),
-        };
-        (page1, agrees)
-    });
-    let (new, sheet) = page1?;
-    if !agrees {
-        return None;
-    }
+    let (new, sheet) = checked_page_one(b, text, &extra, budget, rule.precision)?;
     let book = new.tmp.book.into_inner().ok()?;
     let obj = result.as_object_mut()?;
 
@@ -171,7 +234,7 @@ pub(crate) fn shape(
         new.tmp.id.clone(),
         source,
         budget,
-        precision,
+        rule.precision,
         new.bytes,
         new.bytes.saturating_mul(TREE_BYTES_PER_BYTE),
         prep,

@@ -1,6 +1,7 @@
 //! Page 1 from the head of a long JSON text ([`super::early`]) is the page the full path
 //! writes, and every page after it too; texts the head cannot speak for take the full path.
 
+use mcp_budget_core::head::halves::Halves;
 use mcp_budget_core::paginate::Document;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -231,6 +232,43 @@ fn texts_the_head_cannot_speak_for_take_the_full_path() {
             &first.to_string()[..200]
         );
     }
+}
+
+#[test]
+fn texts_checked_in_two_parts_agree_as_checked_whole() {
+    // Over `HALVES_MIN_BYTES`: the part after the cut is checked on another thread from the
+    // start.
+    let good = serde_json::to_string_pretty(&tree(30_000, 6)).unwrap();
+    assert!(good.len() > 2 * early::HALVES_MIN_BYTES, "{}", good.len());
+    assert!(Halves::new(&good, good.len() / early::HALVES_FIRST_SHARE).is_some());
+    assert!(same_pages_read(&good, 1_000, false));
+    // Faults after the cut, and before it (past the head, at a sixteenth of the text).
+    let repeated = format!(
+        "{{\"a\": {},\n\"b\": 1,\n\"a\": 2}}",
+        serde_json::to_string_pretty(&tree(30_000, 6)).unwrap()
+    );
+    let early_nan = {
+        let at = good.len() / 16;
+        let line = at + good[at..].find(",\n").unwrap();
+        format!("{}, NaN{}", &good[..line], &good[line..])
+    };
+    let late_nan = format!("{}, NaN]", &good[..good.rfind(']').unwrap()]);
+    let trailing = format!("{good}\n{{}}");
+    let short = &good[..good.len() - 10];
+    for text in [&repeated, &early_nan, &late_nan, &trailing, short] {
+        assert!(
+            Halves::new(text, text.len() / early::HALVES_FIRST_SHARE).is_some(),
+            "{}",
+            &text[text.len() - 40..]
+        );
+        assert!(!same_pages(text, 1_000), "{}", &text[text.len() - 40..]);
+    }
+    // The same key repeated in an object off the chain is the document's own business.
+    let fine = format!(
+        "{{\"a\": {},\n\"b\": {{\"x\": 1,\n\"x\": 2}}}}",
+        serde_json::to_string_pretty(&tree(30_000, 6)).unwrap()
+    );
+    assert!(same_pages_read(&fine, 1_000, false));
 }
 
 #[test]

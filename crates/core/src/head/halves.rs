@@ -1,0 +1,369 @@
+//! [`rest_agrees`](super::rest_agrees) on two threads: the text cut in two right after a comma,
+//! each half read by a pass of its own, and the two passes' findings put together.
+//!
+//! Why it is the same answer. A JSON text holds a raw line break only between tokens
+//! (RFC 8259 §7: control characters inside strings are escaped), so from a line break a scan
+//! that skips strings finds the next comma outside strings, a separator; [`Halves::new`] cuts
+//! right after it. The whole text is then one JSON value exactly when
+//! - the first half is its beginning: `serde_json` reads it to its end with no error but running
+//!   out of text ([`Halves::first`]), which leaves a stack of open containers. Had the line
+//!   break been inside a string (the text is not JSON then), that read stops at it with an
+//!   error, so such a cut never passes;
+//! - the second half goes on from that stack: members (each read by `serde_json` alone), then a
+//!   closing bracket per open container, innermost first, and nothing but whitespace after the
+//!   root's ([`Halves::second`]); [`agree`] compares the two stacks.
+//!
+//! The rest of what the whole read checks is put together in [`agree`] too: nesting (at most
+//! [`MAX_OPEN`] containers open at once) from each member's nesting and the containers around
+//! it; keys: an object on the head's chain that is open at the cut has keys in both halves,
+//! and none may be in both, or twice in the second. First keys (the `serde_json` tokens
+//! `rest_agrees` refuses there) are all in the first half: every container open at the cut
+//! has a member before it.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+
+use serde::de::{Deserialize, DeserializeSeed, Deserializer};
+use serde_json::error::Category;
+
+use super::{Chain, Open, Skip, is_ws};
+
+/// The most containers `serde_json` (its default recursion limit of 128) lets be open at once:
+/// entering the 128th fails.
+pub const MAX_OPEN: usize = 127;
+
+/// How far past the point asked for [`Halves::new`] looks for a line break and the comma
+/// after it, in bytes.
+const SEARCH_BYTES: usize = 64 * 1024;
+
+/// A JSON text cut in two right after a comma that follows a line break (see the module
+/// docs); only [`Halves::new`] makes one.
+#[derive(Debug, Clone, Copy)]
+pub struct Halves<'t> {
+    first: &'t str,
+    second: &'t str,
+}
+
+impl<'t> Halves<'t> {
+    /// Cuts `text` right after the first comma outside strings that follows the first line
+    /// break at or after byte `near` (strings are skipped from the line break on), when both
+    /// are within [`SEARCH_BYTES`] bytes of `near`. `None` when there is no such comma: a
+    /// text without line breaks (compact JSON) is checked whole.
+    pub fn new(text: &'t str, near: usize) -> Option<Halves<'t>> {
+        let bytes = text.as_bytes();
+        let end = near.saturating_add(SEARCH_BYTES).min(bytes.len());
+        let window = bytes.get(near..end)?;
+        let mut i = near + memchr::memchr(b'\n', window)? + 1;
+        while i < end {
+            match bytes[i] {
+                b'"' => {
+                    // To the closing quote, escapes skipped.
+                    let mut j = i + 1;
+                    loop {
+                        let at = j + memchr::memchr2(b'"', b'\\', bytes.get(j..end)?)?;
+                        if bytes[at] == b'"' {
+                            j = at + 1;
+                            break;
+                        }
+                        j = at + 2;
+                    }
+                    i = j;
+                }
+                b',' => {
+                    // A comma is one byte: both sides are whole UTF-8.
+                    let (first, second) = text.split_at_checked(i + 1)?;
+                    return Some(Halves { first, second });
+                }
+                _ => i += 1,
+            }
+        }
+        None
+    }
+
+    /// The byte offset of the cut (the first half's length).
+    pub fn at(&self) -> usize {
+        self.first.len()
+    }
+
+    /// Reads the first half as the beginning of a JSON text whose head has its last whole unit
+    /// at `last` ([`super::Head::last`]). `None` when it is not one (an error other than the
+    /// text running out, a key repeated on the chain, a `serde_json` token as a first key on
+    /// it, nesting past [`MAX_OPEN`]), or when the deepest container of the chain opens after
+    /// the cut (cut past the head's [`super::Head::read`] for an answer).
+    pub fn first(&self, last: &[usize]) -> Option<FirstHalf> {
+        let open = RefCell::new(Open::default());
+        let mut de = serde_json::Deserializer::from_str(self.first);
+        let read = Chain {
+            path: last,
+            depth: 0,
+            open: &open,
+        }
+        .deserialize(&mut de);
+        match read {
+            Err(e) if e.classify() == Category::Eof => {}
+            // The whole value ended before the cut's comma: not one JSON value.
+            _ => return None,
+        }
+        let Open {
+            kinds,
+            chain_keys,
+            chain_reached,
+        } = open.into_inner();
+        // The whole chain opens before the cut (else keys of an object on it would go
+        // unchecked in the second half, which reads members it does not keep): a cut past the
+        // head's `read` has it so.
+        if chain_reached + 1 < last.len() {
+            return None;
+        }
+        Some(FirstHalf { kinds, chain_keys })
+    }
+
+    /// Reads the second half as the members and closing brackets that end a JSON text whose
+    /// containers were left open right after a separating comma. `None` when it is not that.
+    pub fn second(&self) -> Option<SecondHalf> {
+        second_half(self.second)
+    }
+
+    /// Both halves read one after the other and put together: what
+    /// [`rest_agrees`](super::rest_agrees) answers for the whole text (property-tested).
+    pub fn agree_in_turn(&self, last: &[usize]) -> bool {
+        match (self.first(last), self.second()) {
+            (Some(first), Some(second)) => agree(&first, &second),
+            _ => false,
+        }
+    }
+}
+
+/// What the first half's read found: the containers open at its end.
+#[derive(Debug)]
+pub struct FirstHalf {
+    /// `b'['` or `b'{'` per container open at the cut, the root first.
+    kinds: Vec<u8>,
+    /// The keys before the cut of each object on the chain open at the cut, with its depth.
+    chain_keys: Vec<(usize, HashSet<String>)>,
+}
+
+/// What the second half's read found: one level per container it closes, innermost first.
+#[derive(Debug)]
+pub struct SecondHalf {
+    levels: Vec<Level>,
+}
+
+/// The part of one open container after the cut.
+#[derive(Debug, Default)]
+struct Level {
+    /// `b'['` or `b'{'`; 0 until known.
+    kind: u8,
+    /// The deepest nesting of a member read at this level (a scalar's is 0).
+    deepest: usize,
+    /// The keys of the members read at this level (objects only).
+    keys: HashSet<String>,
+    /// Whether a key came twice among them.
+    repeated: bool,
+}
+
+impl Level {
+    /// Records that this level is a container of `kind`; `None` when it was found to be the
+    /// other kind.
+    fn is(&mut self, kind: u8) -> Option<()> {
+        if self.kind == 0 {
+            self.kind = kind;
+        }
+        (self.kind == kind).then_some(())
+    }
+}
+
+/// Whether the two halves' findings make the whole text one JSON value that agrees with its
+/// head: the same containers open at the cut, nesting within [`MAX_OPEN`], and no key of an
+/// object on the chain both before and after the cut or twice after it.
+pub fn agree(first: &FirstHalf, second: &SecondHalf) -> bool {
+    let open = first.kinds.len();
+    if second.levels.len() != open {
+        return false;
+    }
+    for (l, level) in second.levels.iter().enumerate() {
+        // The members of level `l` (0 the innermost) sit inside `open - l` containers.
+        let around = open - l;
+        if first.kinds[around - 1] != level.kind || around + level.deepest > MAX_OPEN {
+            return false;
+        }
+    }
+    first.chain_keys.iter().all(|(depth, seen)| {
+        let Some(level) = open
+            .checked_sub(depth + 1)
+            .and_then(|l| second.levels.get(l))
+        else {
+            return false;
+        };
+        !level.repeated && level.keys.iter().all(|k| !seen.contains(k))
+    })
+}
+
+/// A value's nesting, read by [`Skip`] (for [`serde_json::StreamDeserializer`], which takes a
+/// type rather than a seed).
+struct Depth(usize);
+
+impl<'de> Deserialize<'de> for Depth {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Depth, D::Error> {
+        Skip { open: None }.deserialize(d).map(Depth)
+    }
+}
+
+/// One value of type `T` read by `serde_json` from byte `at` of `text` (whitespace before it
+/// skipped), and the offset right after it.
+fn read<'de, T: Deserialize<'de>>(text: &'de str, at: usize) -> Option<(T, usize)> {
+    let mut values = serde_json::Deserializer::from_str(text.get(at..)?).into_iter::<T>();
+    let value = values.next()?.ok()?;
+    Some((value, at + values.byte_offset()))
+}
+
+fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
+    while bytes.get(i).is_some_and(|b| is_ws(*b)) {
+        i += 1;
+    }
+    i
+}
+
+/// See [`Halves::second`].
+fn second_half(text: &str) -> Option<SecondHalf> {
+    let bytes = text.as_bytes();
+    let mut levels = Vec::new();
+    let mut level = Level::default();
+    let mut i = 0;
+    loop {
+        // A member is due (right after a separating comma).
+        i = skip_ws(bytes, i);
+        if *bytes.get(i)? == b'"' {
+            let (key, end) = read::<String>(text, i)?;
+            let colon = skip_ws(bytes, end);
+            if bytes.get(colon) == Some(&b':') {
+                level.is(b'{')?;
+                let (Depth(d), end) = read::<Depth>(text, colon + 1)?;
+                level.deepest = level.deepest.max(d);
+                level.repeated |= !level.keys.insert(key);
+                i = end;
+            } else {
+                level.is(b'[')?;
+                i = end;
+            }
+        } else {
+            level.is(b'[')?;
+            let (Depth(d), end) = read::<Depth>(text, i)?;
+            level.deepest = level.deepest.max(d);
+            i = end;
+        }
+        // After a member: a comma and the next member, or closing brackets.
+        loop {
+            i = skip_ws(bytes, i);
+            match *bytes.get(i)? {
+                b',' => {
+                    i += 1;
+                    break;
+                }
+                c @ (b']' | b'}') => {
+                    level.is(if c == b']' { b'[' } else { b'{' })?;
+                    levels.push(std::mem::take(&mut level));
+                    i += 1;
+                    if skip_ws(bytes, i) == bytes.len() {
+                        return Some(SecondHalf { levels });
+                    }
+                    // The closed container was the parent's member.
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::head::{head, rest_agrees};
+
+    /// Both answers for `text` cut at each line break in turn; the halves' answer must be the
+    /// whole read's wherever a cut is found.
+    fn same_everywhere(text: &str, last: &[usize]) -> usize {
+        let whole = rest_agrees(text, last);
+        let mut cuts = 0;
+        for near in 0..text.len() {
+            if let Some(h) = Halves::new(text, near) {
+                assert_eq!(h.agree_in_turn(last), whole, "{text:?} cut at {}", h.at());
+                cuts += 1;
+            }
+        }
+        cuts
+    }
+
+    #[test]
+    fn cuts_come_right_after_a_comma_past_a_line_break() {
+        let text = "[\n  \"a,b\",\n  {\"c\": \"d\\\",\"},\n  3\n]";
+        let h = Halves::new(text, 0).unwrap();
+        assert!(h.first.ends_with("\"a,b\","));
+        // Past the first line break, the comma and the brackets in the string do not cut.
+        let h = Halves::new(text, 5).unwrap();
+        assert!(h.first.ends_with("\"},"), "{:?}", h.first);
+        assert!(Halves::new(text, 12).is_none());
+        assert!(Halves::new("[1,2,3]", 0).is_none());
+        assert!(Halves::new(text, text.len() + 5).is_none());
+    }
+
+    #[test]
+    fn the_halves_answer_as_the_whole_read_does() {
+        let ok = "{\n\"a\": [1,\n2, {\"x\": [3,\n4]}],\n\"b\": {\"y\": 1,\n\"z\": 2},\n\"c\": 3\n}";
+        let h = head(ok, 4).unwrap();
+        assert!(same_everywhere(ok, &h.last) > 0);
+        assert!(rest_agrees(ok, &h.last));
+        // A key of the open root repeated after the cut; one repeated inside a closed object.
+        for (text, whole) in [
+            ("{\n\"a\": [1,\n2],\n\"b\": 2,\n\"a\": 3\n}", false),
+            ("{\n\"a\": [1,\n2],\n\"b\": {\"x\": 1,\n\"x\": 2}\n}", true),
+            ("{\n\"a\": [1,\n2],\n\"b\": 2,\n\"b\": 3\n}", false),
+            ("[\n[1,\n2],\n3,\n4]", true),
+            ("[\n[1,\n2],\n3,\n4,]", false),
+            ("[\n[1,\n2],\n3,\n4]]", false),
+            ("[\n[1,\n2],\n3,\n4} ", false),
+            ("[\n[1,\n2],\n3,\n4] x", false),
+            ("[\n[1,\n2],\n\"3\":\n4]", false),
+            ("{\n\"a\": [1,\n2],\n\"b\"\n}", false),
+            ("[\n[1,\n2],\n\"x\n\",\n4]", false),
+            (
+                "[\n[1,\n2],\n{\"$serde_json::private::Number\": \"1\"},\n4]",
+                true,
+            ),
+            (
+                "[\n[1,\n2],\n{\"$serde_json::private::Number\": \"1\",\n\"b\": 1},\n4]",
+                false,
+            ),
+            (
+                "[\n[1,\n2],\n{\"b\": 1,\n\"$serde_json::private::Number\": \"1\"},\n4]",
+                true,
+            ),
+        ] {
+            let h = head(text, 1).unwrap();
+            assert_eq!(rest_agrees(text, &h.last), whole, "{text}");
+            assert!(same_everywhere(text, &h.last) > 0, "{text}");
+        }
+    }
+
+    #[test]
+    fn nesting_counts_the_containers_on_both_sides_of_the_cut() {
+        for depth in [120, 126, 127, 128, 130] {
+            // `depth` arrays open at once, the cut inside the innermost few.
+            let inner = depth - 3;
+            let text = format!(
+                "[[1,\n2],\n{}1,\n2{}]",
+                "[".repeat(depth - 1),
+                "]".repeat(depth - 1)
+            );
+            let h = head(&text, 1).unwrap();
+            let whole = rest_agrees(&text, &h.last);
+            assert_eq!(whole, depth <= MAX_OPEN, "{depth}");
+            assert!(same_everywhere(&text, &h.last) > 0);
+            // A deep member wholly after the cut.
+            let text = format!("[[1,\n2],\n3,\n{}{}]", "[".repeat(inner), "]".repeat(inner));
+            let h = head(&text, 1).unwrap();
+            assert_eq!(rest_agrees(&text, &h.last), inner < MAX_OPEN, "{inner}");
+            assert!(same_everywhere(&text, &h.last) > 0);
+        }
+    }
+}
