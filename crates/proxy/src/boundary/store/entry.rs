@@ -21,7 +21,7 @@
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, TryLockError};
 
 use mcp_budget_core::paginate::Document;
 use mcp_budget_core::tokens::Encoding;
@@ -181,6 +181,9 @@ pub(crate) enum Demoted {
     Nothing,
     /// The tree cannot be rebuilt from text: the caller drops the whole entry instead.
     Unreloadable,
+    /// Another thread holds the content (parsing the source text, which takes up to a few
+    /// hundred milliseconds for megabytes): left alone rather than waited for.
+    Busy,
 }
 
 impl Entry {
@@ -562,11 +565,19 @@ impl Entry {
         Ok((tree, true))
     }
 
+    /// Holds the content as a background parse does, until the guard is dropped.
+    #[cfg(test)]
+    pub(crate) fn hold(&self) -> impl Sized + '_ {
+        self.body.lock()
+    }
+
     /// Lets the tree go, keeping the content as text (rendered now when there is neither
     /// text nor file).
     pub(crate) fn drop_tree(&self) -> Demoted {
-        let Ok(mut body) = self.body.lock() else {
-            return Demoted::Nothing;
+        let mut body = match self.body.try_lock() {
+            Ok(body) => body,
+            Err(TryLockError::WouldBlock) => return Demoted::Busy,
+            Err(TryLockError::Poisoned(_)) => return Demoted::Nothing,
         };
         let Some(tree) = body.tree.take() else {
             return Demoted::Nothing;
@@ -592,20 +603,23 @@ impl Entry {
     }
 
     /// Moves the text to a spill file in `dir` (after [`Entry::drop_tree`]). Returns the
-    /// bytes of memory freed; `Ok(0)` when there was no text in memory or the tree is still
-    /// there.
+    /// bytes of memory freed; `Ok(Some(0))` when there was no text in memory or the tree is
+    /// still there, `Ok(None)` when another thread holds the content (as
+    /// [`Demoted::Busy`]).
     ///
     /// # Errors
     /// The I/O error of creating or writing the file (the text then stays in memory).
-    pub(crate) fn spill(&self, dir: &SpillDir) -> std::io::Result<usize> {
-        let Ok(mut body) = self.body.lock() else {
-            return Ok(0);
+    pub(crate) fn spill(&self, dir: &SpillDir) -> std::io::Result<Option<usize>> {
+        let mut body = match self.body.try_lock() {
+            Ok(body) => body,
+            Err(TryLockError::WouldBlock) => return Ok(None),
+            Err(TryLockError::Poisoned(_)) => return Ok(Some(0)),
         };
         if body.tree.is_some() {
-            return Ok(0);
+            return Ok(Some(0));
         }
         let Some(texts) = &body.text else {
-            return Ok(0);
+            return Ok(Some(0));
         };
         let file = dir.write(&self.id, texts)?;
         self.on_disk.store(file.len(), Ordering::Relaxed);
@@ -613,7 +627,7 @@ impl Entry {
         body.text = None;
         body.text_bytes = 0;
         let before = self.publish(&body);
-        Ok(before.saturating_sub(body.resident()))
+        Ok(Some(before.saturating_sub(body.resident())))
     }
 
     /// A copy of this entry for one request, sharing its immutable content: the tree (an

@@ -422,11 +422,14 @@ enum Step {
 
 impl Shared {
     /// Pushes content out of memory, least recently used first, until the resident bytes plus
-    /// `reserve` fit the bound (`keep`, the entry in use, is left alone), then drops spilled
-    /// entries past the disk bound.
+    /// `reserve` fit the bound (`keep`, the entry in use, is left alone, and so is an entry
+    /// another thread is parsing: the call never waits for one), then drops spilled entries
+    /// past the disk bound.
     fn make_room(&self, keep: Option<&str>, reserve: usize) {
         let mut freed = 0usize;
         let mut dropped = Vec::new();
+        // Entries another thread holds (a background parse): passed over, not waited for.
+        let mut busy: Vec<String> = Vec::new();
         // Each step frees an entry's tree or text; concurrent loads may undo some, so the
         // loop is bounded rather than trusted to converge.
         for _ in 0..4096 {
@@ -437,10 +440,11 @@ impl Shared {
                 if inner.resident().saturating_add(reserve) <= self.bound {
                     break;
                 }
-                let tree = inner.oldest(keep, |e| e.has_tree());
+                let free = |e: &Entry| !busy.contains(&e.id);
+                let tree = inner.oldest(keep, |e| e.has_tree() && free(e));
                 match tree {
                     Some(e) => Step::DropTree(e),
-                    None => match inner.oldest(keep, Entry::has_text_only) {
+                    None => match inner.oldest(keep, |e| e.has_text_only() && free(e)) {
                         Some(e) => Step::Spill(e),
                         None => break,
                     },
@@ -450,13 +454,15 @@ impl Shared {
                 Step::DropTree(e) => match e.drop_tree() {
                     Demoted::Freed(n) => freed += n,
                     Demoted::Nothing => {}
+                    Demoted::Busy => busy.push(e.id.clone()),
                     Demoted::Unreloadable => {
                         freed += e.resident();
                         dropped.extend(self.inner.lock().ok().and_then(|mut i| i.drop_id(&e.id)));
                     }
                 },
                 Step::Spill(e) => match e.spill(&self.spill) {
-                    Ok(n) => freed += n,
+                    Ok(Some(n)) => freed += n,
+                    Ok(None) => busy.push(e.id.clone()),
                     Err(err) => {
                         crate::logging::warn(format_args!(
                             "cannot spill a cached response to disk, dropped: {err}"

@@ -305,6 +305,45 @@ fn make_room_for_pushes_trees_out_before_a_big_result() {
 }
 
 #[test]
+fn making_room_passes_over_an_entry_another_thread_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = store(usize::MAX, &dir);
+    let tree = json_entry(&probe, 1, 3000).resident();
+    let s = Arc::new(store(4 * tree, &dir));
+    let a = json_entry(&s, 1, 3000);
+    let b = json_entry(&s, 2, 3000);
+    s.insert(Arc::clone(&a));
+    s.insert(Arc::clone(&b));
+    let text = 5 * tree / 2 / TREE_FACTOR;
+    // `a`, the older, is held (as a background parse holds it): `b` goes instead, and the
+    // call returns while `a` is still held.
+    let held = a.hold();
+    let (done, finished) = std::sync::mpsc::channel();
+    let other = Arc::clone(&s);
+    let maker = std::thread::spawn(move || {
+        other.make_room_for(text);
+        let _ = done.send(());
+    });
+    let returned = finished.recv_timeout(Duration::from_secs(30)).is_ok();
+    drop(held);
+    maker.join().unwrap();
+    assert!(returned, "make_room_for waited for the held entry");
+    assert!(a.has_tree() && !b.has_tree());
+    // Held, an entry is neither demoted nor spilled (nor waited for); let go, it is.
+    let held = a.hold();
+    assert!(matches!(a.drop_tree(), Demoted::Busy));
+    let text_of_b = b.resident();
+    assert!(text_of_b > 0);
+    assert_eq!(b.spill(&s.shared.spill).unwrap(), Some(text_of_b));
+    drop(held);
+    assert!(matches!(a.drop_tree(), Demoted::Freed(_)));
+    let held = a.hold();
+    assert_eq!(a.spill(&s.shared.spill).unwrap(), None);
+    drop(held);
+    assert!(a.spill(&s.shared.spill).unwrap().is_some_and(|n| n > 0));
+}
+
+#[test]
 fn ttl_expires_entries() {
     let dir = tempfile::tempdir().unwrap();
     let s = Store::new_unswept(usize::MAX, Duration::from_millis(5), dir.path().into());
