@@ -289,7 +289,10 @@ const RAW_TOKEN: &str = "$serde_json::private::RawValue";
 /// member only, as for `Value`); [`RAW_TOKEN`] is refused (never in a text `Value` reads as an
 /// object: the caller takes the full path). Other keys, strings and scalars are read, not kept.
 /// Its value is the value's nesting: the containers on its deepest path (a scalar's is 0,
-/// `[[1]]`'s 2). With `open`, the containers entered and not left are kept there.
+/// `[[1]]`'s 2), where a number `serde_json` hands over as a one-member object (floats, `-0`,
+/// integers past 64 bits, with `arbitrary_precision`) counts 1 as that object's spelling in
+/// the text would: the visitor cannot tell the two apart. With `open`, the containers
+/// entered and not left are kept there.
 #[derive(Clone, Copy)]
 struct Skip<'o> {
     open: Option<&'o RefCell<Open>>,

@@ -15,15 +15,21 @@
 //!
 //! The rest of what the whole read checks is put together in [`agree`] too: nesting (at most
 //! [`MAX_OPEN`] containers open at once) from each member's nesting and the containers around
-//! it; keys: an object on the head's chain that is open at the cut has keys in both halves,
-//! and none may be in both, or twice in the second. First keys (the `serde_json` tokens
+//! it (a member that may sit exactly at the limit, by a number `serde_json` hands over as an
+//! object, leaves the answer to one pass over the whole text); keys: an object on the head's
+//! chain that is open at the cut has keys in both halves, and none may be in both, or twice in
+//! the second (the second half notes where its keys are and reads again only those of objects
+//! on the chain). First keys (the `serde_json` tokens
 //! `rest_agrees` refuses there) are all in the first half: every container open at the cut
 //! has a member before it.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde::de::{Deserialize, DeserializeSeed, Deserializer};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, Visitor};
 use serde_json::error::Category;
 
 use super::{Chain, Open, Skip, is_ws};
@@ -40,6 +46,7 @@ const SEARCH_BYTES: usize = 64 * 1024;
 /// docs); only [`Halves::new`] makes one.
 #[derive(Debug, Clone, Copy)]
 pub struct Halves<'t> {
+    text: &'t str,
     first: &'t str,
     second: &'t str,
 }
@@ -72,7 +79,11 @@ impl<'t> Halves<'t> {
                 b',' => {
                     // A comma is one byte: both sides are whole UTF-8.
                     let (first, second) = text.split_at_checked(i + 1)?;
-                    return Some(Halves { first, second });
+                    return Some(Halves {
+                        text,
+                        first,
+                        second,
+                    });
                 }
                 _ => i += 1,
             }
@@ -119,18 +130,22 @@ impl<'t> Halves<'t> {
     }
 
     /// Reads the second half as the members and closing brackets that end a JSON text whose
-    /// containers were left open right after a separating comma. `None` when it is not that.
-    pub fn second(&self) -> Option<SecondHalf> {
-        second_half(self.second)
+    /// containers were left open right after a separating comma. `None` when it is not that,
+    /// or when `stop` is set (checked before each member: a caller that no longer needs the
+    /// answer ends the read early).
+    pub fn second(&self, stop: &AtomicBool) -> Option<SecondHalf<'t>> {
+        second_half(self.second, stop)
     }
 
-    /// Both halves read one after the other and put together: what
-    /// [`rest_agrees`](super::rest_agrees) answers for the whole text (property-tested).
+    /// Both halves read one after the other and put together, the whole text read in one pass
+    /// where they cannot tell ([`agree`]): what [`rest_agrees`](super::rest_agrees) answers
+    /// for the whole text (property-tested).
     pub fn agree_in_turn(&self, last: &[usize]) -> bool {
-        match (self.first(last), self.second()) {
-            (Some(first), Some(second)) => agree(&first, &second),
-            _ => false,
-        }
+        let (Some(first), Some(second)) = (self.first(last), self.second(&AtomicBool::new(false)))
+        else {
+            return false;
+        };
+        agree(&first, &second).unwrap_or_else(|| super::rest_agrees(self.text, last))
     }
 }
 
@@ -145,7 +160,9 @@ pub struct FirstHalf {
 
 /// What the second half's read found: one level per container it closes, innermost first.
 #[derive(Debug)]
-pub struct SecondHalf {
+pub struct SecondHalf<'t> {
+    /// The second half (the keys' spans are offsets into it).
+    text: &'t str,
     levels: Vec<Level>,
 }
 
@@ -154,12 +171,13 @@ pub struct SecondHalf {
 struct Level {
     /// `b'['` or `b'{'`; 0 until known.
     kind: u8,
-    /// The deepest nesting of a member read at this level (a scalar's is 0).
+    /// The deepest nesting of a member read at this level, as [`Skip`] tells it: a number
+    /// `serde_json` hands over as a one-member object (`arbitrary_precision`) counts 1, as a
+    /// container does (its spelling can be one), so the true nesting may be one less.
     deepest: usize,
-    /// The keys of the members read at this level (objects only).
-    keys: HashSet<String>,
-    /// Whether a key came twice among them.
-    repeated: bool,
+    /// Where the keys of the members read at this level are (objects only), quotes
+    /// included: read again only for an object on the chain.
+    keys: Vec<Range<usize>>,
 }
 
 impl Level {
@@ -175,28 +193,43 @@ impl Level {
 
 /// Whether the two halves' findings make the whole text one JSON value that agrees with its
 /// head: the same containers open at the cut, nesting within [`MAX_OPEN`], and no key of an
-/// object on the chain both before and after the cut or twice after it.
-pub fn agree(first: &FirstHalf, second: &SecondHalf) -> bool {
+/// object on the chain both before and after the cut or twice after it. `None` when the
+/// findings cannot tell: a member whose nesting may be [`MAX_OPEN`] + 1 or one less (see
+/// [`Level::deepest`]); the whole text is to be read in one pass then.
+pub fn agree(first: &FirstHalf, second: &SecondHalf<'_>) -> Option<bool> {
     let open = first.kinds.len();
     if second.levels.len() != open {
-        return false;
+        return Some(false);
     }
+    let mut unsure = false;
     for (l, level) in second.levels.iter().enumerate() {
         // The members of level `l` (0 the innermost) sit inside `open - l` containers.
         let around = open - l;
-        if first.kinds[around - 1] != level.kind || around + level.deepest > MAX_OPEN {
-            return false;
+        if first.kinds[around - 1] != level.kind || around + level.deepest > MAX_OPEN + 1 {
+            return Some(false);
         }
+        unsure |= around + level.deepest == MAX_OPEN + 1;
     }
-    first.chain_keys.iter().all(|(depth, seen)| {
+    let keys_agree = first.chain_keys.iter().all(|(depth, seen)| {
         let Some(level) = open
             .checked_sub(depth + 1)
             .and_then(|l| second.levels.get(l))
         else {
             return false;
         };
-        !level.repeated && level.keys.iter().all(|k| !seen.contains(k))
-    })
+        let mut after = HashSet::with_capacity(level.keys.len());
+        level.keys.iter().all(|span| {
+            second
+                .text
+                .get(span.clone())
+                .and_then(|k| serde_json::from_str::<String>(k).ok())
+                .is_some_and(|k| !seen.contains(&k) && after.insert(k))
+        })
+    });
+    if !keys_agree {
+        return Some(false);
+    }
+    (!unsure).then_some(true)
 }
 
 /// A value's nesting, read by [`Skip`] (for [`serde_json::StreamDeserializer`], which takes a
@@ -206,6 +239,29 @@ struct Depth(usize);
 impl<'de> Deserialize<'de> for Depth {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Depth, D::Error> {
         Skip { open: None }.deserialize(d).map(Depth)
+    }
+}
+
+/// A string, read (escapes and all, as `serde_json` reads keys) and not kept.
+struct Str;
+
+impl<'de> Deserialize<'de> for Str {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Str, D::Error> {
+        d.deserialize_str(StrVisitor)
+    }
+}
+
+struct StrVisitor;
+
+impl Visitor<'_> for StrVisitor {
+    type Value = Str;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Str, E> {
+        Ok(Str)
     }
 }
 
@@ -225,22 +281,25 @@ fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
 }
 
 /// See [`Halves::second`].
-fn second_half(text: &str) -> Option<SecondHalf> {
+fn second_half<'t>(text: &'t str, stop: &AtomicBool) -> Option<SecondHalf<'t>> {
     let bytes = text.as_bytes();
     let mut levels = Vec::new();
     let mut level = Level::default();
     let mut i = 0;
     loop {
         // A member is due (right after a separating comma).
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
         i = skip_ws(bytes, i);
         if *bytes.get(i)? == b'"' {
-            let (key, end) = read::<String>(text, i)?;
+            let (Str, end) = read::<Str>(text, i)?;
             let colon = skip_ws(bytes, end);
             if bytes.get(colon) == Some(&b':') {
                 level.is(b'{')?;
+                level.keys.push(i..end);
                 let (Depth(d), end) = read::<Depth>(text, colon + 1)?;
                 level.deepest = level.deepest.max(d);
-                level.repeated |= !level.keys.insert(key);
                 i = end;
             } else {
                 level.is(b'[')?;
@@ -265,7 +324,7 @@ fn second_half(text: &str) -> Option<SecondHalf> {
                     levels.push(std::mem::take(&mut level));
                     i += 1;
                     if skip_ws(bytes, i) == bytes.len() {
-                        return Some(SecondHalf { levels });
+                        return Some(SecondHalf { text, levels });
                     }
                     // The closed container was the parent's member.
                 }
@@ -365,5 +424,31 @@ mod tests {
             assert_eq!(rest_agrees(&text, &h.last), inner < MAX_OPEN, "{inner}");
             assert!(same_everywhere(&text, &h.last) > 0);
         }
+        // Numbers `serde_json` hands over as one-member objects, at the deepest level
+        // (the review's case: `2.5` at 127 open containers is fine).
+        for number in ["2.5", "-0", "1e3", "18446744073709551616", "2"] {
+            for depth in [126, 127, 128] {
+                let text = format!("{}0,\n1,\n{number}{}", "[".repeat(depth), "]".repeat(depth));
+                // Too deep for the head's own read at 128.
+                let Some(h) = head(&text, 1) else {
+                    assert!(depth > MAX_OPEN);
+                    continue;
+                };
+                assert_eq!(
+                    rest_agrees(&text, &h.last),
+                    depth <= MAX_OPEN,
+                    "{number} {depth}"
+                );
+                assert!(same_everywhere(&text, &h.last) > 0);
+            }
+        }
+    }
+
+    #[test]
+    fn a_stopped_second_half_reads_no_further() {
+        let text = "[\n[1,\n2],\n3,\n4]";
+        let h = Halves::new(text, 0).unwrap();
+        assert!(h.second(&AtomicBool::new(false)).is_some());
+        assert!(h.second(&AtomicBool::new(true)).is_none());
     }
 }

@@ -29,7 +29,7 @@
 //! string in the head long enough to be a blob, or a check that fails: the full path.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use mcp_budget_core::head;
 use mcp_budget_core::head::halves::Halves;
@@ -58,13 +58,16 @@ pub(crate) const MIN_SOURCE_BYTES: usize = 256 * 1024;
 pub(crate) const HEAD_BYTES_PER_TOKEN: usize = 16;
 
 /// Texts of at least this many bytes are checked in two parts on two threads
-/// ([`head::halves`]): 2 MiB take about 2 ms to check in one `serde_json` pass over pretty
-/// JSON (12 MB: 11 ms), less than reading the head and writing page 1.
-pub(crate) const HALVES_MIN_BYTES: usize = 2 * 1024 * 1024;
+/// ([`head::halves`]): 4 MiB, which one `serde_json` pass over pretty JSON takes about as long
+/// to check (~4 ms here; 12 MB: ~11 ms) as reading the head and writing page 1 (both about 7
+/// ms for a 12 MB `directory_tree`); shorter texts are checked in one pass beside page 1,
+/// which that pass does not delay.
+pub(crate) const HALVES_MIN_BYTES: usize = 4 * 1024 * 1024;
 
-/// The part before the cut is about this fraction (1/8) of the text: checking it costs about
-/// twice as much per byte as the rest (`serde_json` counts the line breaks before the end of
-/// a text it runs out of), and its thread reads the head and writes page 1 first.
+/// The part before the cut is about this fraction (1/8) of the text (and at most a quarter:
+/// else one pass): checking it costs about twice as much per byte as the rest (`serde_json`
+/// counts the line breaks before the end of a text it runs out of), and the thread that
+/// checks it reads the head and writes page 1 first, while the other checks the rest.
 pub(crate) const HALVES_FIRST_SHARE: usize = 8;
 
 /// Page 1 of `text` cut from its head, when the whole text agrees with the head (see the
@@ -72,9 +75,9 @@ pub(crate) const HALVES_FIRST_SHARE: usize = 8;
 ///
 /// The check runs beside page 1: on another thread for the whole text, or, for texts of at
 /// least [`HALVES_MIN_BYTES`], in two parts ([`head::halves`]): the part after a cut near
-/// the first [`HALVES_FIRST_SHARE`]th checked on another thread from the start, the part
-/// before it on this thread once page 1 is written (reading the head and writing page 1 take
-/// about as long as checking the rest of a tenth of the text).
+/// the first [`HALVES_FIRST_SHARE`]th, on another thread from the start (told to stop when
+/// the head takes the full path), and the part before it on this thread once page 1 is
+/// written.
 fn checked_page_one(
     b: &Boundary,
     text: &str,
@@ -84,50 +87,66 @@ fn checked_page_one(
 ) -> Option<(NewPage, parts::Sheet)> {
     let min_bytes = budget.saturating_mul(HEAD_BYTES_PER_TOKEN);
     let container = matches!(text.trim_start().as_bytes().first(), Some(b'[' | b'{'));
-    // The cut must come after the head's (see `Halves::first`): a pretty-printed head has
-    // about four bytes of text per byte of non-whitespace.
-    let halves = (container && text.len() >= HALVES_MIN_BYTES)
-        .then(|| {
-            let near = (text.len() / HALVES_FIRST_SHARE).max(min_bytes.saturating_mul(8));
-            Halves::new(text, near)
-        })
+    // The cut must come after the head's (see `Halves::first`; a pretty-printed head has
+    // about four bytes of text per byte of non-whitespace), and early enough for the part
+    // checked after page 1 to be small.
+    let near = (text.len() / HALVES_FIRST_SHARE).max(min_bytes.saturating_mul(8));
+    let halves = (container && text.len() >= HALVES_MIN_BYTES && near <= text.len() / 4)
+        .then(|| Halves::new(text, near))
         .flatten();
+    // Set when the second part's answer is no longer wanted: its thread stops reading.
+    let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
-        let second = halves.map(|h| (h, spawn_check(s, move || h.second())));
-        let head = head::head(text, min_bytes)?;
-        if head.read.saturating_mul(2) > text.len()
-            || super::blobs::has_string_over(&head.value, b.blobs.threshold())
-        {
-            // Most of the text anyway, or a string the full path may offload as a blob.
-            return None;
-        }
-        let last = head.last.clone();
-        // Halves cut before the head's end cannot answer (rare: a head of more than eight
-        // bytes of text per byte of non-whitespace); the whole text is checked then.
-        let second = second.filter(|(h, _)| h.at() > head.read);
-        let whole = match second {
-            None => {
+        let stop = &stop;
+        let second = halves.map(|h| spawn_check(s, move || h.second(stop)));
+        let headed = (|| {
+            let head = head::head(text, min_bytes)?;
+            if head.read.saturating_mul(2) > text.len()
+                || super::blobs::has_string_over(&head.value, b.blobs.threshold())
+            {
+                // Most of the text anyway, or a string the full path may offload as a blob.
+                return None;
+            }
+            let last = head.last.clone();
+            // Halves cut before the head's end cannot answer (rare: a head of more than eight
+            // bytes of text per byte of non-whitespace): the whole text is checked then.
+            let halves = halves.filter(|h| h.at() > head.read);
+            let whole = halves.is_none().then(|| {
                 let last = last.clone();
-                Some(spawn_check(s, move || head::rest_agrees(text, &last)))
-            }
-            Some(_) => None,
+                spawn_check(s, move || head::rest_agrees(text, &last))
+            });
+            let page1 = page_of_head(b, head, extra, text, budget, precision)?;
+            Some((page1, last, halves, whole))
+        })();
+        let Some((page1, last, halves, whole)) = headed else {
+            stop.store(true, Ordering::Relaxed);
+            return None;
         };
-        let page1 = page_of_head(b, head, extra, text, budget, precision)?;
-        let agrees = match (whole, second) {
-            (Some(whole), _) => match whole {
-                Some(t) => t.join().unwrap_or(false),
-                // No thread to be had: check here.
-                None => head::rest_agrees(text, &last),
-            },
-            (None, Some((h, thread))) => {
+        let agrees = match (halves, whole) {
+            (Some(h), _) => {
                 let first = h.first(&last);
-                let second = match thread {
+                if first.is_none() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                let second = match second.flatten() {
                     Some(t) => t.join().ok().flatten(),
-                    None => h.second(),
+                    // No thread to be had: read it here.
+                    None => first.as_ref().and_then(|_| h.second(stop)),
                 };
-                matches!((first, second), (Some(f), Some(s)) if head::halves::agree(&f, &s))
+                match (first, second) {
+                    (Some(f), Some(s)) => head::halves::agree(&f, &s)
+                        .unwrap_or_else(|| head::rest_agrees(text, &last)),
+                    _ => false,
+                }
             }
-            (None, None) => false,
+            (None, whole) => {
+                stop.store(true, Ordering::Relaxed);
+                match whole.flatten() {
+                    Some(t) => t.join().unwrap_or(false),
+                    // No thread to be had: check here.
+                    None => head::rest_agrees(text, &last),
+                }
+            }
         };
         agrees.then_some(page1)
     })
