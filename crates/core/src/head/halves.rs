@@ -19,9 +19,8 @@
 //! object, leaves the answer to one pass over the whole text); keys: an object on the head's
 //! chain that is open at the cut has keys in both halves, and none may be in both, or twice in
 //! the second (the second half notes where its keys are and reads again only those of objects
-//! on the chain). First keys (the `serde_json` tokens
-//! `rest_agrees` refuses there) are all in the first half: every container open at the cut
-//! has a member before it.
+//! on the chain). First keys (the `serde_json` tokens `rest_agrees` refuses there) are all in
+//! the first half: every container open at the cut has a member before it.
 
 use std::cell::RefCell;
 use std::collections::HashSet;

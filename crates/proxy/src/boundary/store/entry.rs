@@ -21,7 +21,7 @@
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 
 use mcp_budget_core::paginate::Document;
 use mcp_budget_core::tokens::Encoding;
@@ -79,6 +79,9 @@ pub(crate) struct Entry {
     /// each (page number, budget) already computed.
     pub(crate) book: Mutex<PageBook>,
     body: Mutex<Body>,
+    /// Whether a thread holding `body` is loading the tree (reading a spill file, parsing):
+    /// what making room does not wait for.
+    loading: AtomicBool,
     /// Bytes of memory the content holds now (tree estimate + text bytes), kept beside `body`
     /// so the store can sum it without taking every entry's lock.
     resident: AtomicUsize,
@@ -181,9 +184,33 @@ pub(crate) enum Demoted {
     Nothing,
     /// The tree cannot be rebuilt from text: the caller drops the whole entry instead.
     Unreloadable,
-    /// Another thread holds the content (parsing the source text, which takes up to a few
+    /// Another thread is loading the tree (parsing the source text, which takes up to a few
     /// hundred milliseconds for megabytes): left alone rather than waited for.
     Busy,
+}
+
+/// Why [`Entry::body_to_demote`] gave no content.
+enum Held {
+    /// Another thread is loading it.
+    Loading,
+    /// A thread panicked holding it.
+    Poisoned,
+}
+
+/// Marks a flag for as long as it lives (an entry's tree being loaded).
+struct Loading<'f>(&'f AtomicBool);
+
+impl<'f> Loading<'f> {
+    fn mark(flag: &'f AtomicBool) -> Loading<'f> {
+        flag.store(true, Ordering::Release);
+        Loading(flag)
+    }
+}
+
+impl Drop for Loading<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 impl Entry {
@@ -232,6 +259,7 @@ impl Entry {
             tree_estimate: AtomicUsize::new(scan.heap),
             tree_in: AtomicBool::new(true),
             text_in: AtomicBool::new(false),
+            loading: AtomicBool::new(false),
             reloadable: AtomicBool::new(scan.reloadable),
             principal: Arc::from(""),
             remote: None,
@@ -544,6 +572,7 @@ impl Entry {
         if let Some(tree) = &body.tree {
             return Ok((Arc::clone(tree), false));
         }
+        let _loading = Loading::mark(&self.loading);
         let texts = read_texts(&body)?;
         let mut docs = self.parse(texts)?;
         let prepped = body.prep.take().map(|prep| (prep.0)(&mut docs)).is_some();
@@ -565,19 +594,35 @@ impl Entry {
         Ok((tree, true))
     }
 
-    /// Holds the content as a background parse does, until the guard is dropped.
+    /// Holds the content as a background parse does (loading it), until the guard is
+    /// dropped.
     #[cfg(test)]
     pub(crate) fn hold(&self) -> impl Sized + '_ {
-        self.body.lock()
+        let body = self.body.lock();
+        (body, Loading::mark(&self.loading))
+    }
+
+    /// The content, for demoting it; [`Held::Loading`] without waiting when another thread is
+    /// loading it (a parse of megabytes takes up to a few hundred milliseconds), else after
+    /// any other holder's short work.
+    fn body_to_demote(&self) -> Result<MutexGuard<'_, Body>, Held> {
+        match self.body.try_lock() {
+            Ok(body) => Ok(body),
+            Err(TryLockError::WouldBlock) if self.loading.load(Ordering::Acquire) => {
+                Err(Held::Loading)
+            }
+            Err(TryLockError::WouldBlock) => self.body.lock().map_err(|_| Held::Poisoned),
+            Err(TryLockError::Poisoned(_)) => Err(Held::Poisoned),
+        }
     }
 
     /// Lets the tree go, keeping the content as text (rendered now when there is neither
     /// text nor file).
     pub(crate) fn drop_tree(&self) -> Demoted {
-        let mut body = match self.body.try_lock() {
+        let mut body = match self.body_to_demote() {
             Ok(body) => body,
-            Err(TryLockError::WouldBlock) => return Demoted::Busy,
-            Err(TryLockError::Poisoned(_)) => return Demoted::Nothing,
+            Err(Held::Loading) => return Demoted::Busy,
+            Err(Held::Poisoned) => return Demoted::Nothing,
         };
         let Some(tree) = body.tree.take() else {
             return Demoted::Nothing;
@@ -604,16 +649,16 @@ impl Entry {
 
     /// Moves the text to a spill file in `dir` (after [`Entry::drop_tree`]). Returns the
     /// bytes of memory freed; `Ok(Some(0))` when there was no text in memory or the tree is
-    /// still there, `Ok(None)` when another thread holds the content (as
-    /// [`Demoted::Busy`]).
+    /// still there, `Ok(None)` when another thread is loading the tree
+    /// (as [`Demoted::Busy`]).
     ///
     /// # Errors
     /// The I/O error of creating or writing the file (the text then stays in memory).
     pub(crate) fn spill(&self, dir: &SpillDir) -> std::io::Result<Option<usize>> {
-        let mut body = match self.body.try_lock() {
+        let mut body = match self.body_to_demote() {
             Ok(body) => body,
-            Err(TryLockError::WouldBlock) => return Ok(None),
-            Err(TryLockError::Poisoned(_)) => return Ok(Some(0)),
+            Err(Held::Loading) => return Ok(None),
+            Err(Held::Poisoned) => return Ok(Some(0)),
         };
         if body.tree.is_some() {
             return Ok(Some(0));
@@ -666,6 +711,7 @@ impl Entry {
             tree_estimate: AtomicUsize::new(tree_bytes),
             tree_in: AtomicBool::new(true),
             text_in: AtomicBool::new(false),
+            loading: AtomicBool::new(false),
             reloadable: AtomicBool::new(self.reloadable.load(Ordering::Relaxed)),
             principal: Arc::clone(&self.principal),
             remote: None,
