@@ -594,12 +594,12 @@ impl Entry {
         Ok((tree, true))
     }
 
-    /// Holds the content as a background parse does (loading it), until the guard is
-    /// dropped.
+    /// Holds the content until the guard is dropped: as a background parse does (`loading`),
+    /// or as a page being read does.
     #[cfg(test)]
-    pub(crate) fn hold(&self) -> impl Sized + '_ {
+    pub(crate) fn hold(&self, loading: bool) -> impl Sized + '_ {
         let body = self.body.lock();
-        (body, Loading::mark(&self.loading))
+        (body, loading.then(|| Loading::mark(&self.loading)))
     }
 
     /// The content, for demoting it; [`Held::Loading`] without waiting when another thread is

@@ -317,7 +317,7 @@ fn making_room_passes_over_an_entry_another_thread_holds() {
     let text = 5 * tree / 2 / TREE_FACTOR;
     // `a`, the older, is held (as a background parse holds it): `b` goes instead, and the
     // call returns while `a` is still held.
-    let held = a.hold();
+    let held = a.hold(true);
     let (done, finished) = std::sync::mpsc::channel();
     let other = Arc::clone(&s);
     let maker = std::thread::spawn(move || {
@@ -330,17 +330,27 @@ fn making_room_passes_over_an_entry_another_thread_holds() {
     assert!(returned, "make_room_for waited for the held entry");
     assert!(a.has_tree() && !b.has_tree());
     // Held, an entry is neither demoted nor spilled (nor waited for); let go, it is.
-    let held = a.hold();
+    let held = a.hold(true);
     assert!(matches!(a.drop_tree(), Demoted::Busy));
     let text_of_b = b.resident();
     assert!(text_of_b > 0);
     assert_eq!(b.spill(&s.shared.spill).unwrap(), Some(text_of_b));
     drop(held);
     assert!(matches!(a.drop_tree(), Demoted::Freed(_)));
-    let held = a.hold();
+    let held = a.hold(true);
     assert_eq!(a.spill(&s.shared.spill).unwrap(), None);
     drop(held);
     assert!(a.spill(&s.shared.spill).unwrap().is_some_and(|n| n > 0));
+    // A short hold (a page being read) is waited for, not passed over.
+    let c = json_entry(&s, 3, 3000);
+    s.insert(Arc::clone(&c));
+    assert!(c.has_tree());
+    let held = c.hold(false);
+    let other = Arc::clone(&c);
+    let demoter = std::thread::spawn(move || matches!(other.drop_tree(), Demoted::Freed(_)));
+    std::thread::sleep(Duration::from_millis(50));
+    drop(held);
+    assert!(demoter.join().unwrap());
 }
 
 #[test]
