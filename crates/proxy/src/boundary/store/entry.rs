@@ -79,9 +79,9 @@ pub(crate) struct Entry {
     /// each (page number, budget) already computed.
     pub(crate) book: Mutex<PageBook>,
     body: Mutex<Body>,
-    /// Whether a thread holding `body` is loading the tree (reading a spill file, parsing):
-    /// what making room does not wait for.
-    loading: AtomicBool,
+    /// How many threads are loading the tree (about to take `body` for it, or holding it while
+    /// they read a spill file back and parse): what making room does not wait for.
+    loading: AtomicUsize,
     /// Bytes of memory the content holds now (tree estimate + text bytes), kept beside `body`
     /// so the store can sum it without taking every entry's lock.
     resident: AtomicUsize,
@@ -185,31 +185,27 @@ pub(crate) enum Demoted {
     /// The tree cannot be rebuilt from text: the caller drops the whole entry instead.
     Unreloadable,
     /// Another thread is loading the tree (parsing the source text, which takes up to a few
-    /// hundred milliseconds for megabytes): left alone rather than waited for.
+    /// hundred milliseconds for megabytes), or a thread panicked holding the content: left
+    /// alone rather than waited for.
     Busy,
 }
 
-/// Why [`Entry::body_to_demote`] gave no content.
-enum Held {
-    /// Another thread is loading it.
-    Loading,
-    /// A thread panicked holding it.
-    Poisoned,
-}
+/// Tries of an entry's lock, yielding between them, before [`Entry::body_to_demote`] waits.
+const DEMOTE_TRIES: usize = 16;
 
-/// Marks a flag for as long as it lives (an entry's tree being loaded).
-struct Loading<'f>(&'f AtomicBool);
+/// Counts a loading thread for as long as it lives (see `Entry::loading`).
+struct Loading<'f>(&'f AtomicUsize);
 
 impl<'f> Loading<'f> {
-    fn mark(flag: &'f AtomicBool) -> Loading<'f> {
-        flag.store(true, Ordering::Release);
-        Loading(flag)
+    fn mark(count: &'f AtomicUsize) -> Loading<'f> {
+        count.fetch_add(1, Ordering::AcqRel);
+        Loading(count)
     }
 }
 
 impl Drop for Loading<'_> {
     fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -259,7 +255,7 @@ impl Entry {
             tree_estimate: AtomicUsize::new(scan.heap),
             tree_in: AtomicBool::new(true),
             text_in: AtomicBool::new(false),
-            loading: AtomicBool::new(false),
+            loading: AtomicUsize::new(0),
             reloadable: AtomicBool::new(scan.reloadable),
             principal: Arc::from(""),
             remote: None,
@@ -486,7 +482,8 @@ impl Entry {
         }
         if body.prep.is_some() {
             // Made from its source text: the first parse is kept (it is the one that applies
-            // `prep`).
+            // `prep`). Marked as loading before the lock is let go.
+            let _loading = Loading::mark(&self.loading);
             drop(body);
             return self.load_tree().ok().map(|(tree, _)| tree);
         }
@@ -568,11 +565,13 @@ impl Entry {
     /// [`Entry::load`], returning the tree too (taken under the same lock: the store may let
     /// it go again as soon as the lock is released).
     fn load_tree(&self) -> Result<(Arc<Vec<Document>>, bool), LoadError> {
+        // Marked before the lock is taken: a thread making room meanwhile does not queue
+        // behind the load.
+        let _loading = Loading::mark(&self.loading);
         let mut body = self.body.lock().map_err(|_| LoadError::Gone)?;
         if let Some(tree) = &body.tree {
             return Ok((Arc::clone(tree), false));
         }
-        let _loading = Loading::mark(&self.loading);
         let texts = read_texts(&body)?;
         let mut docs = self.parse(texts)?;
         let prepped = body.prep.take().map(|prep| (prep.0)(&mut docs)).is_some();
@@ -598,31 +597,39 @@ impl Entry {
     /// or as a page being read does.
     #[cfg(test)]
     pub(crate) fn hold(&self, loading: bool) -> impl Sized + '_ {
-        let body = self.body.lock();
-        (body, loading.then(|| Loading::mark(&self.loading)))
+        let flag = loading.then(|| Loading::mark(&self.loading));
+        (flag, self.body.lock())
     }
 
-    /// The content, for demoting it; [`Held::Loading`] without waiting when another thread is
-    /// loading it (a parse of megabytes takes up to a few hundred milliseconds), else after
-    /// any other holder's short work.
-    fn body_to_demote(&self) -> Result<MutexGuard<'_, Body>, Held> {
-        match self.body.try_lock() {
-            Ok(body) => Ok(body),
-            Err(TryLockError::WouldBlock) if self.loading.load(Ordering::Acquire) => {
-                Err(Held::Loading)
+    /// The content, for demoting it. `None` at once when another thread is loading the tree
+    /// (a parse of megabytes takes up to a few hundred milliseconds) or the lock is poisoned
+    /// (the content is left alone); else once the holder, if any, lets go (it is reading a
+    /// page, or demoting the content itself: rendering a tree or writing a spill file). A
+    /// load that begins while this waits is waited for: rare, as the holders above are
+    /// brief and a load is marked before its lock is taken.
+    fn body_to_demote(&self) -> Option<MutexGuard<'_, Body>> {
+        // A few tries before waiting: a page read lets go within microseconds.
+        for _ in 0..DEMOTE_TRIES {
+            match self.body.try_lock() {
+                Ok(body) => return Some(body),
+                Err(TryLockError::Poisoned(_)) => return None,
+                Err(TryLockError::WouldBlock) if self.loading.load(Ordering::Acquire) > 0 => {
+                    return None;
+                }
+                Err(TryLockError::WouldBlock) => std::thread::yield_now(),
             }
-            Err(TryLockError::WouldBlock) => self.body.lock().map_err(|_| Held::Poisoned),
-            Err(TryLockError::Poisoned(_)) => Err(Held::Poisoned),
         }
+        if self.loading.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        self.body.lock().ok()
     }
 
     /// Lets the tree go, keeping the content as text (rendered now when there is neither
     /// text nor file).
     pub(crate) fn drop_tree(&self) -> Demoted {
-        let mut body = match self.body_to_demote() {
-            Ok(body) => body,
-            Err(Held::Loading) => return Demoted::Busy,
-            Err(Held::Poisoned) => return Demoted::Nothing,
+        let Some(mut body) = self.body_to_demote() else {
+            return Demoted::Busy;
         };
         let Some(tree) = body.tree.take() else {
             return Demoted::Nothing;
@@ -650,15 +657,13 @@ impl Entry {
     /// Moves the text to a spill file in `dir` (after [`Entry::drop_tree`]). Returns the
     /// bytes of memory freed; `Ok(Some(0))` when there was no text in memory or the tree is
     /// still there, `Ok(None)` when another thread is loading the tree
-    /// (as [`Demoted::Busy`]).
+    /// or the lock is poisoned (as [`Demoted::Busy`]).
     ///
     /// # Errors
     /// The I/O error of creating or writing the file (the text then stays in memory).
     pub(crate) fn spill(&self, dir: &SpillDir) -> std::io::Result<Option<usize>> {
-        let mut body = match self.body_to_demote() {
-            Ok(body) => body,
-            Err(Held::Loading) => return Ok(None),
-            Err(Held::Poisoned) => return Ok(Some(0)),
+        let Some(mut body) = self.body_to_demote() else {
+            return Ok(None);
         };
         if body.tree.is_some() {
             return Ok(Some(0));
@@ -711,7 +716,7 @@ impl Entry {
             tree_estimate: AtomicUsize::new(tree_bytes),
             tree_in: AtomicBool::new(true),
             text_in: AtomicBool::new(false),
-            loading: AtomicBool::new(false),
+            loading: AtomicUsize::new(0),
             reloadable: AtomicBool::new(self.reloadable.load(Ordering::Relaxed)),
             principal: Arc::clone(&self.principal),
             remote: None,

@@ -423,12 +423,13 @@ enum Step {
 impl Shared {
     /// Pushes content out of memory, least recently used first, until the resident bytes plus
     /// `reserve` fit the bound (`keep`, the entry in use, is left alone, and so is an entry
-    /// another thread is parsing: the call never waits for one), then drops spilled entries
-    /// past the disk bound.
+    /// whose tree another thread is loading: the call does not wait for a load it sees), then
+    /// drops spilled entries past the disk bound.
     fn make_room(&self, keep: Option<&str>, reserve: usize) {
         let mut freed = 0usize;
         let mut dropped = Vec::new();
-        // Entries another thread holds (a background parse): passed over, not waited for.
+        // Entries whose tree another thread is loading (a background parse), or whose lock a
+        // panic poisoned: passed over, not waited for.
         let mut busy: Vec<String> = Vec::new();
         // Each step frees an entry's tree or text; concurrent loads may undo some, so the
         // loop is bounded rather than trusted to converge.

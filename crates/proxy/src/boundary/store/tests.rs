@@ -305,7 +305,7 @@ fn make_room_for_pushes_trees_out_before_a_big_result() {
 }
 
 #[test]
-fn making_room_passes_over_an_entry_another_thread_holds() {
+fn making_room_passes_over_an_entry_another_thread_is_loading() {
     let dir = tempfile::tempdir().unwrap();
     let probe = store(usize::MAX, &dir);
     let tree = json_entry(&probe, 1, 3000).resident();
@@ -315,21 +315,16 @@ fn making_room_passes_over_an_entry_another_thread_holds() {
     s.insert(Arc::clone(&a));
     s.insert(Arc::clone(&b));
     let text = 5 * tree / 2 / TREE_FACTOR;
-    // `a`, the older, is held (as a background parse holds it): `b` goes instead, and the
-    // call returns while `a` is still held.
+    // `a`, the older, is held by a load: `b` goes instead, and the call returns while `a` is
+    // still held.
     let held = a.hold(true);
-    let (done, finished) = std::sync::mpsc::channel();
-    let other = Arc::clone(&s);
-    let maker = std::thread::spawn(move || {
-        other.make_room_for(text);
-        let _ = done.send(());
-    });
-    let returned = finished.recv_timeout(Duration::from_secs(30)).is_ok();
+    assert!(
+        returns_while_held(&s, text),
+        "make_room_for waited for the load"
+    );
     drop(held);
-    maker.join().unwrap();
-    assert!(returned, "make_room_for waited for the held entry");
     assert!(a.has_tree() && !b.has_tree());
-    // Held, an entry is neither demoted nor spilled (nor waited for); let go, it is.
+    // Loading, an entry is neither demoted nor spilled (nor waited for); let go, it is.
     let held = a.hold(true);
     assert!(matches!(a.drop_tree(), Demoted::Busy));
     let text_of_b = b.resident();
@@ -346,11 +341,75 @@ fn making_room_passes_over_an_entry_another_thread_holds() {
     s.insert(Arc::clone(&c));
     assert!(c.has_tree());
     let held = c.hold(false);
+    let (started, waiting) = std::sync::mpsc::channel();
     let other = Arc::clone(&c);
-    let demoter = std::thread::spawn(move || matches!(other.drop_tree(), Demoted::Freed(_)));
+    let demoter = std::thread::spawn(move || {
+        let _ = started.send(());
+        matches!(other.drop_tree(), Demoted::Freed(_))
+    });
+    waiting.recv().unwrap();
     std::thread::sleep(Duration::from_millis(50));
+    assert!(!demoter.is_finished(), "a short hold was passed over");
     drop(held);
     assert!(demoter.join().unwrap());
+}
+
+/// Whether `make_room_for(text)` on another thread returns within 30 s (while the caller
+/// holds something it must not wait for).
+fn returns_while_held(s: &Arc<Store>, text: usize) -> bool {
+    let (done, finished) = std::sync::mpsc::channel();
+    let other = Arc::clone(s);
+    let maker = std::thread::spawn(move || {
+        other.make_room_for(text);
+        let _ = done.send(());
+    });
+    let returned = finished.recv_timeout(Duration::from_secs(30)).is_ok();
+    if returned {
+        let _ = maker.join();
+    }
+    returned
+}
+
+#[test]
+fn making_room_passes_over_a_source_text_being_parsed() {
+    // An entry made from its source text, parsed by another thread (as after an early page
+    // 1), its `prep` held until the test lets it go: the parse holds the entry meanwhile.
+    let dir = tempfile::tempdir().unwrap();
+    let probe = store(usize::MAX, &dir);
+    let tree = json_entry(&probe, 1, 3000).resident();
+    let s = Arc::new(store(4 * tree, &dir));
+    let (entered, inside) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let prep = entry::Prep(Box::new(move |_: &mut Vec<Document>| {
+        let _ = entered.send(());
+        let _ = released.recv();
+    }));
+    let source = rows(7, 3000).to_string();
+    let bytes = source.len();
+    let a = Arc::new(Entry::from_source(
+        s.new_id(),
+        source,
+        300,
+        9,
+        bytes,
+        3 * tree,
+        prep,
+    ));
+    s.insert(Arc::clone(&a));
+    let b = json_entry(&s, 2, 3000);
+    s.insert(Arc::clone(&b));
+    let parser = {
+        let a = Arc::clone(&a);
+        std::thread::spawn(move || a.docs().is_some())
+    };
+    inside.recv().unwrap();
+    // Room for four trees: more than there is with `b` pushed out, so `a` is asked too.
+    let returned = returns_while_held(&s, 4 * tree / TREE_FACTOR);
+    release.send(()).unwrap();
+    assert!(parser.join().unwrap());
+    assert!(returned, "make_room_for waited for the parse");
+    assert!(!b.has_tree(), "the next least recently used went instead");
+    assert!(a.has_tree());
 }
 
 #[test]
