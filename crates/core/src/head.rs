@@ -49,10 +49,7 @@ pub struct Head {
 /// parse as strict JSON (the caller reads the text whole, with its dialect rules).
 pub fn head(text: &str, min_bytes: usize) -> Option<Head> {
     let bytes = text.as_bytes();
-    let start = bytes.iter().position(|b| !is_ws(*b))?;
-    if !matches!(bytes[start], b'{' | b'[') {
-        return None;
-    }
+    let start = container_start(bytes)?;
     let mut open: Vec<u8> = Vec::new();
     let mut dense = 0usize;
     let mut cut = None;
@@ -60,17 +57,7 @@ pub fn head(text: &str, min_bytes: usize) -> Option<Head> {
     while let Some(&c) = bytes.get(i) {
         match c {
             b'"' => {
-                // To the closing quote, escapes skipped (`memchr2`: strings are most of the
-                // bytes of most documents).
-                let mut j = i + 1;
-                loop {
-                    let at = j + memchr::memchr2(b'"', b'\\', bytes.get(j..)?)?;
-                    if bytes[at] == b'"' {
-                        j = at + 1;
-                        break;
-                    }
-                    j = at + 2;
-                }
+                let j = string_end(bytes, i)?;
                 dense += j - i;
                 i = j;
                 continue;
@@ -147,6 +134,32 @@ pub fn rest_agrees(text: &str, last: &[usize]) -> bool {
     .deserialize(&mut de)
     .is_ok()
         && de.end().is_ok()
+}
+
+/// Whether `text` starts (after JSON whitespace) with `[` or `{`: the texts [`head`] and
+/// [`halves`] may speak for.
+pub fn opens_container(text: &str) -> bool {
+    container_start(text.as_bytes()).is_some()
+}
+
+/// The index of the first byte of `bytes` that is not JSON whitespace, when it is `[` or `{`.
+fn container_start(bytes: &[u8]) -> Option<usize> {
+    let start = bytes.iter().position(|b| !is_ws(*b))?;
+    matches!(bytes[start], b'{' | b'[').then_some(start)
+}
+
+/// The index right after the string whose opening quote is at `open` in `bytes`, escapes
+/// skipped (`memchr2`: strings are most of the bytes of most documents); `None` when `bytes`
+/// ends first.
+fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
+    let mut j = open + 1;
+    loop {
+        let at = j + memchr::memchr2(b'"', b'\\', bytes.get(j..)?)?;
+        if bytes[at] == b'"' {
+            return Some(at + 1);
+        }
+        j = at + 2;
+    }
 }
 
 /// JSON whitespace (RFC 8259 §2).

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, Visitor};
 use serde_json::error::Category;
 
-use super::{Chain, Open, Skip, is_ws};
+use super::{Chain, Open, Skip, is_ws, string_end};
 
 /// The most containers `serde_json` (its default recursion limit of 128) lets be open at once:
 /// entering the 128th fails.
@@ -56,25 +56,13 @@ impl<'t> Halves<'t> {
     /// are within [`SEARCH_BYTES`] bytes of `near`. `None` when there is no such comma: a
     /// text without line breaks (compact JSON) is checked whole.
     pub fn new(text: &'t str, near: usize) -> Option<Halves<'t>> {
-        let bytes = text.as_bytes();
-        let end = near.saturating_add(SEARCH_BYTES).min(bytes.len());
-        let window = bytes.get(near..end)?;
+        let end = near.saturating_add(SEARCH_BYTES).min(text.len());
+        let bytes = text.as_bytes().get(..end)?;
+        let window = bytes.get(near..)?;
         let mut i = near + memchr::memchr(b'\n', window)? + 1;
         while i < end {
             match bytes[i] {
-                b'"' => {
-                    // To the closing quote, escapes skipped.
-                    let mut j = i + 1;
-                    loop {
-                        let at = j + memchr::memchr2(b'"', b'\\', bytes.get(j..end)?)?;
-                        if bytes[at] == b'"' {
-                            j = at + 1;
-                            break;
-                        }
-                        j = at + 2;
-                    }
-                    i = j;
-                }
+                b'"' => i = string_end(bytes, i)?,
                 b',' => {
                     // A comma is one byte: both sides are whole UTF-8.
                     let (first, second) = text.split_at_checked(i + 1)?;

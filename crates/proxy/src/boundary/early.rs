@@ -86,14 +86,14 @@ fn checked_page_one(
     precision: u32,
 ) -> Option<(NewPage, parts::Sheet)> {
     let min_bytes = budget.saturating_mul(HEAD_BYTES_PER_TOKEN);
-    let container = matches!(text.trim_start().as_bytes().first(), Some(b'[' | b'{'));
     // The cut must come after the head's (see `Halves::first`; a pretty-printed head has
     // about four bytes of text per byte of non-whitespace), and early enough for the part
     // checked after page 1 to be small.
     let near = (text.len() / HALVES_FIRST_SHARE).max(min_bytes.saturating_mul(8));
-    let halves = (container && text.len() >= HALVES_MIN_BYTES && near <= text.len() / 4)
-        .then(|| Halves::new(text, near))
-        .flatten();
+    let halves =
+        (head::opens_container(text) && text.len() >= HALVES_MIN_BYTES && near <= text.len() / 4)
+            .then(|| Halves::new(text, near))
+            .flatten();
     // Set when the second part's answer is no longer wanted: its thread stops reading.
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {

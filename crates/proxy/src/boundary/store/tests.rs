@@ -307,9 +307,7 @@ fn make_room_for_pushes_trees_out_before_a_big_result() {
 #[test]
 fn making_room_passes_over_an_entry_another_thread_is_loading() {
     let dir = tempfile::tempdir().unwrap();
-    let probe = store(usize::MAX, &dir);
-    let tree = json_entry(&probe, 1, 3000).resident();
-    let s = Arc::new(store(4 * tree, &dir));
+    let (s, tree) = four_trees(&dir);
     let a = json_entry(&s, 1, 3000);
     let b = json_entry(&s, 2, 3000);
     s.insert(Arc::clone(&a));
@@ -354,6 +352,12 @@ fn making_room_passes_over_an_entry_another_thread_is_loading() {
     assert!(demoter.join().unwrap());
 }
 
+/// A store bounded at four trees of `json_entry(_, _, 3000)`, and the bytes of one.
+fn four_trees(dir: &tempfile::TempDir) -> (Arc<Store>, usize) {
+    let tree = json_entry(&store(usize::MAX, dir), 1, 3000).resident();
+    (Arc::new(store(4 * tree, dir)), tree)
+}
+
 /// Whether `make_room_for(text)` on another thread returns within 30 s (while the caller
 /// holds something it must not wait for).
 fn returns_while_held(s: &Arc<Store>, text: usize) -> bool {
@@ -375,9 +379,7 @@ fn making_room_passes_over_a_source_text_being_parsed() {
     // An entry made from its source text, parsed by another thread (as after an early page
     // 1), its `prep` held until the test lets it go: the parse holds the entry meanwhile.
     let dir = tempfile::tempdir().unwrap();
-    let probe = store(usize::MAX, &dir);
-    let tree = json_entry(&probe, 1, 3000).resident();
-    let s = Arc::new(store(4 * tree, &dir));
+    let (s, tree) = four_trees(&dir);
     let (entered, inside) = std::sync::mpsc::channel();
     let (release, released) = std::sync::mpsc::channel::<()>();
     let prep = entry::Prep(Box::new(move |_: &mut Vec<Document>| {
