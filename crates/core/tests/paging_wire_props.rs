@@ -419,3 +419,38 @@ pub fn directory_tree(depth: usize) -> Value {
     }
     json!([dir("d".into(), depth)])
 }
+
+/// Found by CI (seed cc 6809e10e…): two keys of 353 and 354 rockets under `"it's"`, the
+/// second ending in `alpha`, at 262: the wire reassembly differed (28 pages).
+#[test]
+fn two_long_keys_sharing_a_prefix_reassemble_from_the_wire() {
+    let a = "🚀".repeat(353);
+    let b = format!("{}alpha", "🚀".repeat(354));
+    let doc = Document::Json(json!({"it's": {a: null, b: null}}));
+    check(&doc, 262).expect("invariants");
+}
+/// The kind of the case above: an object whose first key is a prefix of the second (of 20 to
+/// 420 rockets, the second one rocket longer and ending in `alpha`; or a third key too), at
+/// small budgets: no cut may leave a client holding a partial key equal to a sibling's (its
+/// merge would overwrite that member).
+#[test]
+fn a_key_that_is_a_prefix_of_a_later_sibling_reassembles_from_the_wire() {
+    let mut cut = 0;
+    for n in (20..=420).step_by(25) {
+        let a = "🚀".repeat(n);
+        let b = format!("{}alpha", "🚀".repeat(n + 1));
+        let c = "🚀".repeat(n / 2);
+        for doc in [
+            json!({"it's": {a.clone(): null, b.clone(): null}}),
+            json!({"it's": {a.clone(): null, b.clone(): null, c: null}}),
+        ] {
+            let doc = Document::Json(doc);
+            for budget in [262, 330] {
+                let pages = all_pages(&doc, budget);
+                cut += usize::from(pages.iter().any(|p| p.location.contains("[key chars ")));
+                check(&doc, budget).expect("invariants");
+            }
+        }
+    }
+    assert!(cut >= 40, "{cut} of 68 cases cut a key");
+}

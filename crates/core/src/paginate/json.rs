@@ -817,16 +817,18 @@ impl JsonPaging<'_> {
 }
 
 /// Whether member `i` of `obj`, whose key is `k`, may be cut at byte `b` of its key on a page
-/// that shows the key from byte `o`: neither piece (`k[o..b]` on this page, `k[b..]` as the
-/// next page could show it) may equal another key of `obj`, or a page would hold a duplicate
-/// key.
+/// that shows the key from byte `o`: no piece (`k[o..b]` on this page, `k[b..]` as the next
+/// page could show it) and not the key as merged so far (`k[..b]`, what a client holds after
+/// this page) may equal another key of `obj`, or a page would hold a duplicate key, or the
+/// client's object would (the merge rule continues its last member's key: the partial key
+/// would overwrite an earlier member of the same name).
 fn key_cut_ok(obj: &Map<String, Value>, i: usize, k: &str, o: usize, b: usize) -> bool {
-    let (Some(head), Some(tail)) = (k.get(o..b), k.get(b..)) else {
+    let (Some(head), Some(tail), Some(merged)) = (k.get(o..b), k.get(b..), k.get(..b)) else {
         return false;
     };
     !obj.keys()
         .enumerate()
-        .any(|(j, other)| j != i && (other == head || other == tail))
+        .any(|(j, other)| j != i && (other == head || other == tail || other == merged))
 }
 
 /// `body` parsed back as JSON without serde_json's recursion limit of 128 (a page is no deeper
