@@ -462,7 +462,17 @@ impl JsonPaging<'_> {
                 let Some((k, _)) = obj.iter().nth(i) else {
                     break;
                 };
-                let allow = |b: usize| key_cut_ok(obj, i, k, o, b);
+                // The rest of a key of the same object this page starts inside: shown on this
+                // page too, beside the first piece of this one.
+                let beside = s.split_last().and_then(|(&last, rest)| {
+                    let o0 = key_offset(last)?;
+                    let (&i0, steps) = rest.split_last()?;
+                    if i0 == i || steps != obj_steps {
+                        return None;
+                    }
+                    obj.keys().nth(i0)?.get(o0..)
+                });
+                let allow = |b: usize| key_cut_ok(obj, i, k, o, b, beside);
                 if !self.string_pieces(k, o, &pos, KEY_BIT, &mut est, to_target, &mut cands, &allow)
                 {
                     break;
@@ -817,18 +827,29 @@ impl JsonPaging<'_> {
 }
 
 /// Whether member `i` of `obj`, whose key is `k`, may be cut at byte `b` of its key on a page
-/// that shows the key from byte `o`: no piece (`k[o..b]` on this page, `k[b..]` as the next
-/// page could show it) and not the key as merged so far (`k[..b]`, what a client holds after
-/// this page) may equal another key of `obj`, or a page would hold a duplicate key, or the
-/// client's object would (the merge rule continues its last member's key: the partial key
-/// would overwrite an earlier member of the same name).
-fn key_cut_ok(obj: &Map<String, Value>, i: usize, k: &str, o: usize, b: usize) -> bool {
+/// that shows the key from byte `o`. Keys shown side by side must differ, or the page's object
+/// loses a member: no piece (`k[o..b]` on this page, `k[b..]` as the next page could show it)
+/// may equal another key of `obj`, nor may this page's piece equal `beside`, the rest of
+/// another key of `obj` that the page starts inside. And the key as merged so far (`k[..b]`,
+/// what a client holds after this page) may not equal another key of `obj` either: the merge
+/// rule continues its object's last key, so a partial key equal to an earlier member's would
+/// overwrite that member.
+fn key_cut_ok(
+    obj: &Map<String, Value>,
+    i: usize,
+    k: &str,
+    o: usize,
+    b: usize,
+    beside: Option<&str>,
+) -> bool {
     let (Some(head), Some(tail), Some(merged)) = (k.get(o..b), k.get(b..), k.get(..b)) else {
         return false;
     };
-    !obj.keys()
-        .enumerate()
-        .any(|(j, other)| j != i && (other == head || other == tail || other == merged))
+    beside != Some(head)
+        && !obj
+            .keys()
+            .enumerate()
+            .any(|(j, other)| j != i && (other == head || other == tail || other == merged))
 }
 
 /// `body` parsed back as JSON without serde_json's recursion limit of 128 (a page is no deeper

@@ -18,8 +18,9 @@
 //!   while the key goes on past the page (`null` stands for the value not shown yet), then
 //!   `{"<last piece>":<value or its start>}`. A page that starts inside a key shows no skeleton
 //!   members at that key's object: its first member there is the key's continuation. A cut is
-//!   never placed where a piece, or the key's pieces so far joined (what a client merging
-//!   the pages holds), would equal another key of the same object.
+//!   never placed where a piece would equal another key of the same object or the piece of
+//!   one shown beside it, nor where the key's pieces so far joined (what a client merging the
+//!   pages holds) would equal another key of the same object.
 //! - **A cut number** shows each piece of its compact spelling as a JSON string (`"12345…"`);
 //!   the merge rule turns it back into the number.
 //! - **Skeleton**: each ancestor object of the page's start keeps the *short scalar* members
