@@ -18,60 +18,127 @@ use tokio::sync::mpsc;
 use super::lines::{Frame, LineReader};
 use super::route::{self, Entry, Parsed, Track};
 use super::scan::Scan;
+use super::writer::ClientOut;
 use super::{CallRoute, Shaper, Shared, log, reply, rewrite};
 
 /// The server's stdin, or the queue of a transport that moves whole messages (Streamable
-/// HTTP), until it breaks. Dropping it closes the pipe (or the queue).
-pub(crate) struct ToServer {
-    stdin: Option<BufWriter<ChildStdin>>,
-    queue: Option<mpsc::Sender<Vec<u8>>>,
+/// HTTP), until it breaks. Dropping it closes the pipe (or the queue); the stdio relay's
+/// blocking pipe is closed by [`BlockingStdin::close`] instead.
+pub(crate) enum ToServer {
+    /// A child's stdin, written through the reactor.
+    Pipe(BufWriter<ChildStdin>),
+    /// A child's stdin, written with blocking writes (the stdio relay's client thread).
+    Blocking(Arc<BlockingStdin>),
+    /// Whole messages handed to a transport task.
+    Queue(mpsc::Sender<Vec<u8>>),
+    /// The server no longer reads.
+    Gone,
+}
+
+/// A child's stdin in blocking mode, shared by the thread that writes it and the relay, which
+/// closes it.
+pub(crate) struct BlockingStdin {
+    pipe: std::sync::Mutex<Option<std::io::BufWriter<std::fs::File>>>,
+    /// Set by [`BlockingStdin::close`]: a write under way closes the pipe when it ends.
+    closing: std::sync::atomic::AtomicBool,
+}
+
+impl BlockingStdin {
+    pub(crate) fn new(stdin: std::fs::File) -> Arc<BlockingStdin> {
+        Arc::new(BlockingStdin {
+            pipe: std::sync::Mutex::new(Some(std::io::BufWriter::with_capacity(64 * 1024, stdin))),
+            closing: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Closes the pipe, which tells a well-behaved server to exit; never waits: while a write
+    /// is under way (a server that does not read), the pipe closes when the write ends (or
+    /// fails, when the server is killed after the grace time).
+    pub(crate) fn close(&self) {
+        self.closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Ok(mut pipe) = self.pipe.try_lock()
+            && let Some(open) = pipe.take()
+        {
+            // Without a flush (which could block): what a stopped client left unflushed is
+            // dropped, as it would be on its own exit.
+            drop(open.into_parts());
+        }
+    }
+
+    /// Runs `write` on the open pipe; `None` when it is closed. A failed write closes it.
+    fn with(
+        &self,
+        write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+    ) -> Option<std::io::Result<()>> {
+        let mut pipe = self
+            .pipe
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let result = write(pipe.as_mut()?);
+        if result.is_err() || self.closing.load(std::sync::atomic::Ordering::SeqCst) {
+            // (Closing: the bytes of this write are flushed first, as on a close between two.)
+            if let Some(mut open) = pipe.take() {
+                let _ = std::io::Write::flush(&mut open);
+            }
+        }
+        Some(result)
+    }
 }
 
 impl ToServer {
     /// Lines written to a child's stdin.
     pub(crate) fn pipe(stdin: ChildStdin) -> ToServer {
-        ToServer {
-            stdin: Some(BufWriter::with_capacity(64 * 1024, stdin)),
-            queue: None,
-        }
+        ToServer::Pipe(BufWriter::with_capacity(64 * 1024, stdin))
     }
 
     /// Whole messages handed to a transport task.
     pub(crate) fn queue(queue: mpsc::Sender<Vec<u8>>) -> ToServer {
-        ToServer {
-            stdin: None,
-            queue: Some(queue),
-        }
+        ToServer::Queue(queue)
     }
 
     /// Writes one line and its `\n`; `false` when the server no longer reads.
     async fn send(&mut self, line: &[u8]) -> bool {
-        if let Some(queue) = &self.queue {
-            if queue.send(line.to_vec()).await.is_ok() {
-                return true;
+        let result = match self {
+            ToServer::Queue(queue) => {
+                if queue.send(line.to_vec()).await.is_ok() {
+                    return true;
+                }
+                log::warn(format_args!("the upstream transport has stopped"));
+                *self = ToServer::Gone;
+                return false;
             }
-            log::warn(format_args!("the upstream transport has stopped"));
-            self.queue = None;
-            return false;
-        }
-        let Some(stdin) = self.stdin.as_mut() else {
-            return false;
+            ToServer::Pipe(stdin) => {
+                let mut result = stdin.write_all(line).await;
+                if result.is_ok() {
+                    result = stdin.write_all(b"\n").await;
+                }
+                result
+            }
+            ToServer::Blocking(stdin) => {
+                match stdin.with(|w| {
+                    std::io::Write::write_all(w, line)?;
+                    std::io::Write::write_all(w, b"\n")
+                }) {
+                    Some(result) => result,
+                    None => return false,
+                }
+            }
+            ToServer::Gone => return false,
         };
-        let mut result = stdin.write_all(line).await;
-        if result.is_ok() {
-            result = stdin.write_all(b"\n").await;
-        }
         self.check(result)
     }
 
     async fn flush(&mut self) -> bool {
-        if self.queue.is_some() {
-            return true;
-        }
-        let Some(stdin) = self.stdin.as_mut() else {
-            return false;
+        let result = match self {
+            ToServer::Queue(_) => return true,
+            ToServer::Pipe(stdin) => stdin.flush().await,
+            ToServer::Blocking(stdin) => match stdin.with(std::io::Write::flush) {
+                Some(result) => result,
+                None => return false,
+            },
+            ToServer::Gone => return false,
         };
-        let result = stdin.flush().await;
         self.check(result)
     }
 
@@ -80,7 +147,7 @@ impl ToServer {
             log::warn(format_args!(
                 "the upstream server no longer reads its stdin: {e}"
             ));
-            self.stdin = None;
+            *self = ToServer::Gone;
             return false;
         }
         true
@@ -94,7 +161,7 @@ pub(crate) async fn run<I: AsyncRead + Unpin>(
     mut lines: LineReader<I>,
     mut server: ToServer,
     shared: Arc<Shared>,
-    out: mpsc::Sender<Vec<u8>>,
+    out: ClientOut,
 ) -> ToServer {
     loop {
         let frame = match lines.next_frame().await {
@@ -139,17 +206,12 @@ pub(crate) async fn run<I: AsyncRead + Unpin>(
     server
 }
 
-async fn send(out: &mpsc::Sender<Vec<u8>>, line: Vec<u8>) {
+async fn send(out: &ClientOut, line: Vec<u8>) {
     // Fails only when the writer is gone, i.e. the relay is shutting down.
     let _ = out.send(line).await;
 }
 
-async fn relay_line(
-    line: &[u8],
-    server: &mut ToServer,
-    shared: &Arc<Shared>,
-    out: &mpsc::Sender<Vec<u8>>,
-) {
+async fn relay_line(line: &[u8], server: &mut ToServer, shared: &Arc<Shared>, out: &ClientOut) {
     let mut masked = None;
     let (parsed, text) = route::parse_lenient(line, &mut masked);
     let envelope = match parsed {
@@ -218,7 +280,7 @@ async fn relay_line(
                 shaper,
                 params,
                 raw_id.to_vec(),
-                out.clone(),
+                out.job(),
             )));
             return;
         }
@@ -303,7 +365,7 @@ async fn answer_injected(
     shaper: Arc<dyn Shaper>,
     params: serde_json::Value,
     raw_id: Vec<u8>,
-    out: mpsc::Sender<Vec<u8>>,
+    out: ClientOut,
 ) {
     let stateless = is_stateless(&params);
     let answer = tokio::task::spawn_blocking(move || shaper.answer_injected(&params)).await;
@@ -320,7 +382,8 @@ async fn answer_injected(
             reply::error_line(&raw_id, reply::INTERNAL_ERROR, message)
         }
     };
-    send(&out, line).await;
+    // On a task of its own: never a blocking write on the runtime's workers.
+    let _ = out.send_from_task(line).await;
 }
 
 /// The response line of a result the proxy writes itself; a stateless request's result gets
@@ -350,7 +413,7 @@ fn rewrite_line(raw_id: &[u8], params: &serde_json::Value) -> Vec<u8> {
 
 /// Drops a line that is not a JSON-RPC message; answers it when it was a request whose id
 /// could be recovered (-32700 when it was not JSON, -32600 when it was JSON but no message).
-async fn refuse(line: &[u8], scan: Scan, not_json: bool, out: &mpsc::Sender<Vec<u8>>) {
+async fn refuse(line: &[u8], scan: Scan, not_json: bool, out: &ClientOut) {
     log::warn(format_args!(
         "dropped a client line that is not {}: {}",
         if not_json {

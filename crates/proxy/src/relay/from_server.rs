@@ -17,11 +17,11 @@ use std::time::Instant;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
 
 use super::lines::{Frame, FrameSource};
 use super::route::{self, Entry, Parsed, Track};
 use super::scan::{Scan, Scanner};
+use super::writer::ClientOut;
 use super::{Shaper, Shared, log, reply, unparsed};
 
 /// Results up to this many bytes (of JSON text) are shaped on the reader task itself: 16 KiB,
@@ -36,11 +36,7 @@ const OFFLOAD_BYTES: usize = 1024 * 1024;
 const HEAD_BYTES: usize = 64 * 1024;
 
 /// Relays the server's lines until it closes its stdout (or the transport its queue).
-pub(crate) async fn run<F: FrameSource>(
-    mut lines: F,
-    shared: Arc<Shared>,
-    out: mpsc::Sender<Vec<u8>>,
-) {
+pub(crate) async fn run<F: FrameSource>(mut lines: F, shared: Arc<Shared>, out: ClientOut) {
     loop {
         let frame = match lines.next_frame().await {
             Ok(frame) => frame,
@@ -71,14 +67,14 @@ pub(crate) async fn run<F: FrameSource>(
                     // order between them, and nothing else is offloaded (but for an invalid line
                     // that begins like a response: it keeps no order either).
                     let shared = Arc::clone(&shared);
-                    let out = out.clone();
+                    let out = out.job();
                     drop(tokio::task::spawn_blocking(move || {
                         let line = match decide_big(line, head, &shared) {
                             Step::Send(line) => line,
                             Step::Shape(job) => job.run(),
                             Step::Drop => return,
                         };
-                        let _ = out.blocking_send(line);
+                        let _ = out.send_blocking(line);
                     }));
                     continue;
                 }
@@ -110,11 +106,11 @@ pub(crate) async fn run<F: FrameSource>(
                 let _ = out.send(job.run()).await;
             }
             Step::Shape(job) => {
-                let out = out.clone();
-                // The job's handle is not awaited: the writer's queue closes only when this job
-                // has sent its line (it holds a sender), which the relay waits for at the end.
+                let out = out.job();
+                // The job's handle is not awaited: the relay's end waits for it to send its
+                // line (see `ClientOut::drain`).
                 drop(tokio::task::spawn_blocking(move || {
-                    let _ = out.blocking_send(job.run());
+                    let _ = out.send_blocking(job.run());
                 }));
             }
             Step::Drop => {}

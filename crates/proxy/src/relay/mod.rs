@@ -54,7 +54,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
 use tokio::time::timeout;
 
 mod child;
@@ -71,6 +70,7 @@ mod route;
 mod scan;
 mod shaper;
 mod stdio;
+mod threads;
 mod unparsed;
 mod upstream;
 mod writer;
@@ -85,6 +85,8 @@ pub use upstream::Upstream;
 
 use lines::LineReader;
 use route::Pending;
+use threads::{BlockingRead, Client, ClientOrFile, Worker};
+use writer::ClientOut;
 // The Streamable HTTP server (`crate::serve`) routes the relay's output by the same rules.
 pub(crate) use route::id_key;
 pub(crate) use scan::Scanner;
@@ -231,10 +233,26 @@ impl Relay {
     ///
     /// As [`Relay::run`].
     pub async fn run_stdio(&self, upstream: &Upstream) -> Result<RelayExit, RelayError> {
-        let (client_in, client_out) = stdio::client_pipes();
-        let exit = self
-            .run_until(upstream, client_in, client_out, stdio::terminated())
-            .await;
+        // A child behind our own pipes: each direction on a thread of its own.
+        let files = match upstream {
+            Upstream::Command(_) => threads::client_files(),
+            Upstream::Http(_) => None,
+        };
+        let exit = match (upstream, files) {
+            (Upstream::Command(command), Some((input, output))) => {
+                self.run_command::<Box<dyn AsyncRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin + Send>, _>(
+                    command,
+                    Client::Files(input, output),
+                    stdio::terminated(),
+                )
+                .await
+            }
+            _ => {
+                let (client_in, client_out) = stdio::client_pipes();
+                self.run_until(upstream, client_in, client_out, stdio::terminated())
+                    .await
+            }
+        };
         stdio::restore_blocking();
         exit
     }
@@ -288,12 +306,28 @@ impl Relay {
         O: AsyncWrite + Unpin + Send + 'static,
         S: Future<Output = ()>,
     {
-        let upstream = match upstream {
-            Upstream::Command(command) => command,
-            Upstream::Http(http) => {
-                return self.run_http(http, client_in, client_out, stop).await;
+        match upstream {
+            Upstream::Command(command) => {
+                self.run_command(command, Client::Streams(client_in, client_out), stop)
+                    .await
             }
-        };
+            Upstream::Http(http) => self.run_http(http, client_in, client_out, stop).await,
+        }
+    }
+
+    /// [`Relay::run_until`] with a child process: the client's side on tasks (its streams) or
+    /// on threads (our own stdin and stdout: see [`threads`]).
+    async fn run_command<I, O, S>(
+        &self,
+        upstream: &UpstreamCommand,
+        client: Client<I, O>,
+        stop: S,
+    ) -> Result<RelayExit, RelayError>
+    where
+        I: AsyncRead + Unpin + Send + 'static,
+        O: AsyncWrite + Unpin + Send + 'static,
+        S: Future<Output = ()>,
+    {
         let mut child = upstream.spawn()?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(RelayError::Pipes);
@@ -304,19 +338,65 @@ impl Relay {
             shaper: self.shaper.clone(),
             max_line_bytes: max,
         });
-        let (out, queue) = mpsc::channel(writer::QUEUE);
-        let writer = tokio::spawn(writer::run(client_out, queue));
-        let mut client = tokio::spawn(from_client::run(
-            LineReader::new(client_in, max),
-            from_client::ToServer::pipe(stdin),
-            Arc::clone(&shared),
-            out.clone(),
-        ));
-        let mut server = tokio::spawn(from_server::run(
-            LineReader::new(stdout, max),
-            Arc::clone(&shared),
-            out.clone(),
-        ));
+        // The server's stdin as the threaded relay holds it (closed from here, not dropped).
+        let mut blocking_stdin = None;
+        let (out, writer, mut client, mut server) = match client {
+            Client::Streams(client_in, client_out) => {
+                let (out, writer) = threads::client_out(ClientOrFile::Stream(client_out));
+                let client = Worker::Task(tokio::spawn(from_client::run(
+                    LineReader::new(client_in, max),
+                    from_client::ToServer::pipe(stdin),
+                    Arc::clone(&shared),
+                    out.clone(),
+                )));
+                let server = Worker::Task(tokio::spawn(from_server::run(
+                    LineReader::new(stdout, max),
+                    Arc::clone(&shared),
+                    out.clone(),
+                )));
+                (out, writer, client, server)
+            }
+            Client::Files(input, output) => {
+                let (out, writer) = threads::client_out::<O>(ClientOrFile::File(output));
+                let (Ok(stdin), Ok(stdout)) = (stdin.into_owned_fd(), stdout.into_owned_fd())
+                else {
+                    return Err(RelayError::Pipes);
+                };
+                let stdin = from_client::BlockingStdin::new(stdin.into());
+                blocking_stdin = Some(Arc::clone(&stdin));
+                let handle = tokio::runtime::Handle::current();
+                let client = Worker::thread(
+                    "relay-from-client",
+                    handle.clone(),
+                    from_client::run(
+                        LineReader::new(BlockingRead(input), max),
+                        from_client::ToServer::Blocking(stdin),
+                        Arc::clone(&shared),
+                        out.clone(),
+                    ),
+                );
+                let server = Worker::thread(
+                    "relay-from-server",
+                    handle,
+                    from_server::run(
+                        LineReader::new(BlockingRead(stdout.into()), max),
+                        Arc::clone(&shared),
+                        out.clone(),
+                    ),
+                );
+                let (Some(client), Some(server)) = (client, server) else {
+                    let _ = child.start_kill();
+                    return Err(RelayError::Pipes);
+                };
+                (out, writer, client, server)
+            }
+        };
+        // Closes the server's stdin: drops the client task (and the stdin it holds), or closes
+        // the threaded relay's pipe.
+        let close_stdin = |client: &Worker<from_client::ToServer>| match &blocking_stdin {
+            Some(stdin) => stdin.close(),
+            None => client.abort(),
+        };
 
         let sweeper = self
             .options
@@ -332,14 +412,14 @@ impl Relay {
         let first = tokio::select! {
             () = stop => {
                 log::warn(format_args!("stopping: closing the upstream server's stdin"));
-                // Dropping the client task drops the server's stdin.
-                client.abort();
+                close_stdin(&client);
                 First::Stopped
             }
             // Dropping what the client task returns closes the server's stdin: only now,
             // so that a server exiting on that is never taken for one that exited first.
             stdin = &mut client => {
                 drop(stdin);
+                close_stdin(&client);
                 First::Client
             }
             _ = &mut server => First::Server,
@@ -359,8 +439,7 @@ impl Relay {
                     log::warn(format_args!(
                         "the upstream server closed its stdout but did not exit within {grace:?}; closing its stdin"
                     ));
-                    // Dropping the client task drops the server's stdin.
-                    client.abort();
+                    close_stdin(&client);
                     let status = match timeout(grace, child.wait()).await {
                         Ok(status) => status,
                         Err(_) => {
@@ -410,7 +489,7 @@ impl Relay {
         if !client_done {
             client.abort();
         }
-        drain_writer(out, writer).await;
+        out.drain(writer, WRITER_DRAIN).await;
         let code = match cause {
             StopCause::UpstreamKilled => 0,
             _ => child::exit_code(status),
@@ -421,13 +500,13 @@ impl Relay {
 
 /// Closes the pending table (later requests are refused) and answers every request still
 /// waiting with a -32000 error: "`why` before answering this request (<method>)".
-async fn answer_orphans(shared: &Shared, out: &mpsc::Sender<Vec<u8>>, why: &str) {
+async fn answer_orphans(shared: &Shared, out: &ClientOut, why: &str) {
     let orphans = shared.pending().close();
     for entry in orphans {
         shared.note_call_error(&entry);
         let message = format!("{why} before answering this request ({})", entry.method);
         let _ = out
-            .send(reply::error_line(
+            .send_from_task(reply::error_line(
                 &entry.raw_id,
                 reply::CONNECTION_CLOSED,
                 &message,
@@ -436,21 +515,9 @@ async fn answer_orphans(shared: &Shared, out: &mpsc::Sender<Vec<u8>>, why: &str)
     }
 }
 
-/// Drops the relay's own sender and waits, at most [`WRITER_DRAIN`], for the client writer to
-/// write what is queued: the queue closes when the readers and every shaping job have dropped
-/// their senders.
-async fn drain_writer(out: mpsc::Sender<Vec<u8>>, writer: tokio::task::JoinHandle<()>) {
-    drop(out);
-    if timeout(WRITER_DRAIN, writer).await.is_err() {
-        log::warn(format_args!(
-            "gave up writing to the client after {WRITER_DRAIN:?}"
-        ));
-    }
-}
-
 /// Answers, with a -32001 error, every request the server has been silent about for `limit`;
 /// runs until aborted.
-async fn expire_requests(shared: Arc<Shared>, out: mpsc::Sender<Vec<u8>>, limit: Duration) {
+async fn expire_requests(shared: Arc<Shared>, out: ClientOut, limit: Duration) {
     let period = (limit / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -469,7 +536,7 @@ async fn expire_requests(shared: Arc<Shared>, out: mpsc::Sender<Vec<u8>>, limit:
                 limit.as_secs_f64()
             );
             let line = reply::error_line(&entry.raw_id, reply::REQUEST_TIMEOUT, &message);
-            if out.send(line).await.is_err() {
+            if !out.send_from_task(line).await {
                 return;
             }
         }

@@ -18,8 +18,8 @@ use super::http::{self, HttpUpstream};
 use super::lines::{FrameQueue, LineReader};
 use super::route::Pending;
 use super::{
-    DRAIN_AFTER_EXIT, Relay, RelayError, RelayExit, Shared, StopCause, answer_orphans,
-    drain_writer, expire_requests, from_client, from_server, log, writer,
+    DRAIN_AFTER_EXIT, Relay, RelayError, RelayExit, Shared, StopCause, WRITER_DRAIN,
+    answer_orphans, expire_requests, from_client, from_server, log, threads, writer,
 };
 
 /// How long the transport gets, after the client left, to end the session (HTTP DELETE) once
@@ -50,8 +50,7 @@ impl Relay {
             shaper: self.shaper.clone(),
             max_line_bytes: max,
         });
-        let (out, queue) = mpsc::channel(writer::QUEUE);
-        let writer = tokio::spawn(writer::run(client_out, queue));
+        let (out, writer) = threads::client_out(threads::ClientOrFile::Stream(client_out));
         let mut client = tokio::spawn(from_client::run(
             LineReader::new(client_in, max),
             ToServer::queue(to_transport),
@@ -104,7 +103,7 @@ impl Relay {
             "the connection to the upstream server was closed",
         )
         .await;
-        drain_writer(out, writer).await;
+        out.drain(writer, WRITER_DRAIN).await;
         Ok(RelayExit { code: 0, cause })
     }
 }

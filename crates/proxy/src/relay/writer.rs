@@ -1,5 +1,10 @@
-//! The one task that writes to the client: every line the relay sends goes through its queue,
-//! so lines never interleave, whichever task (reader or shaping job) produced them.
+//! Everything the relay sends to the client goes through one [`ClientOut`], so lines never
+//! interleave, whichever thread or task (a reader, a shaping job) produced them: either the
+//! queue of the one task that writes to the client ([`run`]), or, in the stdio relay
+//! ([`super::threads`]), the client's pipe itself, written under a lock by whoever has a line.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
@@ -36,5 +41,171 @@ pub(crate) async fn run<O: AsyncWrite + Unpin>(out: O, mut queue: mpsc::Receiver
     }
     if !broken {
         let _ = out.flush().await;
+    }
+}
+
+/// Where the relay's lines for the client go.
+#[derive(Clone)]
+pub(crate) enum ClientOut {
+    /// The queue of the writer task ([`run`]).
+    Queue(mpsc::Sender<Vec<u8>>),
+    /// The client's pipe, written in place with blocking writes (the stdio relay's threads).
+    Pipe {
+        pipe: Arc<Pipe>,
+        /// Held by shaping jobs and injected-tool answers (see [`ClientOut::job`]).
+        job: Option<Arc<()>>,
+    },
+}
+
+/// The client's pipe, shared by the threads that write to it.
+pub(crate) struct Pipe {
+    state: Mutex<PipeState>,
+    /// Counts the [`ClientOut::job`] clones still alive (one held by the pipe itself).
+    jobs: Arc<()>,
+}
+
+struct PipeState {
+    out: std::io::BufWriter<std::fs::File>,
+    /// A write failed (the client closed its stdout): lines are dropped from then on.
+    broken: bool,
+    /// The relay has ended: lines are dropped (a reader thread left blocked in a read may wake
+    /// after its relay returned).
+    closed: bool,
+}
+
+impl ClientOut {
+    /// Lines written straight to `file` (blocking writes), from any thread.
+    pub(crate) fn pipe(file: std::fs::File) -> ClientOut {
+        ClientOut::Pipe {
+            pipe: Arc::new(Pipe {
+                state: Mutex::new(PipeState {
+                    out: std::io::BufWriter::with_capacity(64 * 1024, file),
+                    broken: false,
+                    closed: false,
+                }),
+                jobs: Arc::new(()),
+            }),
+            job: None,
+        }
+    }
+
+    /// A sender for work that outlives the line that started it (a shaping job, an answer of
+    /// an injected tool): the relay's end waits for these to finish ([`ClientOut::drain`]).
+    pub(crate) fn job(&self) -> ClientOut {
+        match self {
+            ClientOut::Queue(queue) => ClientOut::Queue(queue.clone()),
+            ClientOut::Pipe { pipe, .. } => ClientOut::Pipe {
+                pipe: Arc::clone(pipe),
+                job: Some(Arc::clone(&pipe.jobs)),
+            },
+        }
+    }
+
+    /// Sends `line` from a relay reader: through the queue (waiting while it is full), or
+    /// written and flushed in place — a blocking write, so in the stdio relay this is called
+    /// only on its own reader threads. `false` once the client is gone.
+    pub(crate) async fn send(&self, line: Vec<u8>) -> bool {
+        match self {
+            ClientOut::Queue(queue) => queue.send(line).await.is_ok(),
+            ClientOut::Pipe { pipe, .. } => pipe.write(&line),
+        }
+    }
+
+    /// Sends `line` from a task on the runtime's workers (never blocks one: the pipe is
+    /// written on the blocking pool).
+    pub(crate) async fn send_from_task(&self, line: Vec<u8>) -> bool {
+        match self {
+            ClientOut::Queue(queue) => queue.send(line).await.is_ok(),
+            ClientOut::Pipe { pipe, .. } => {
+                let pipe = Arc::clone(pipe);
+                tokio::task::spawn_blocking(move || pipe.write(&line))
+                    .await
+                    .unwrap_or(false)
+            }
+        }
+    }
+
+    /// Sends `line` from a blocking thread (a shaping job on the blocking pool).
+    pub(crate) fn send_blocking(&self, line: Vec<u8>) -> bool {
+        match self {
+            ClientOut::Queue(queue) => queue.blocking_send(line).is_ok(),
+            ClientOut::Pipe { pipe, .. } => pipe.write(&line),
+        }
+    }
+
+    /// At the relay's end, with the readers done: lets the jobs still running send their
+    /// lines (at most `limit`), then writes nothing more. `writer` is the writer task of a
+    /// queue (it ends when every sender is gone, this one included).
+    pub(crate) async fn drain(
+        self,
+        writer: Option<tokio::task::JoinHandle<()>>,
+        limit: std::time::Duration,
+    ) {
+        match self {
+            ClientOut::Queue(queue) => {
+                drop(queue);
+                if let Some(writer) = writer
+                    && tokio::time::timeout(limit, writer).await.is_err()
+                {
+                    log::warn(format_args!(
+                        "gave up writing to the client after {limit:?}"
+                    ));
+                }
+            }
+            ClientOut::Pipe { pipe, job } => {
+                drop(job);
+                let started = std::time::Instant::now();
+                while Arc::strong_count(&pipe.jobs) > 1 {
+                    if started.elapsed() > limit {
+                        log::warn(format_args!(
+                            "gave up writing to the client after {limit:?}"
+                        ));
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                }
+                let pipe = Arc::clone(&pipe);
+                let _ = tokio::task::spawn_blocking(move || pipe.close()).await;
+            }
+        }
+    }
+}
+
+impl Pipe {
+    fn state(&self) -> std::sync::MutexGuard<'_, PipeState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Writes `line` and its `\n`, and flushes (one `write` for a line that fits the buffer);
+    /// `false` once writing failed or the relay has ended (the line is dropped).
+    fn write(&self, line: &[u8]) -> bool {
+        let mut state = self.state();
+        if state.broken || state.closed {
+            return false;
+        }
+        let mut result = state.out.write_all(line);
+        if result.is_ok() {
+            result = state.out.write_all(b"\n");
+        }
+        if result.is_ok() {
+            result = state.out.flush();
+        }
+        if let Err(e) = result {
+            log::warn(format_args!(
+                "cannot write to the client (dropping its messages): {e}"
+            ));
+            state.broken = true;
+            return false;
+        }
+        true
+    }
+
+    /// Flushes what is buffered; nothing is written after this.
+    fn close(&self) {
+        let mut state = self.state();
+        if !state.broken {
+            let _ = state.out.flush();
+        }
+        state.closed = true;
     }
 }
