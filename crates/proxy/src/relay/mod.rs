@@ -358,11 +358,11 @@ impl Relay {
             }
             Client::Files(input, output) => {
                 let (out, writer) = threads::client_out::<O>(ClientOrFile::File(output));
-                let (Ok(stdin), Ok(stdout)) = (stdin.into_owned_fd(), stdout.into_owned_fd())
-                else {
+                let Some((stdin, stdout)) = threads::child_files(stdin, stdout) else {
+                    let _ = child.start_kill();
                     return Err(RelayError::Pipes);
                 };
-                let stdin = from_client::BlockingStdin::new(stdin.into());
+                let stdin = from_client::BlockingStdin::new(stdin);
                 blocking_stdin = Some(Arc::clone(&stdin));
                 let handle = tokio::runtime::Handle::current();
                 let client = Worker::thread(
@@ -379,7 +379,7 @@ impl Relay {
                     "relay-from-server",
                     handle,
                     from_server::run(
-                        LineReader::new(BlockingRead(stdout.into()), max),
+                        LineReader::new(BlockingRead(stdout), max),
                         Arc::clone(&shared),
                         out.clone(),
                     ),

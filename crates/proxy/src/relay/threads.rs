@@ -45,6 +45,25 @@ pub(crate) fn client_files() -> Option<(File, File)> {
     }
 }
 
+/// The child's stdin and stdout as blocking files (tokio's conversion clears `O_NONBLOCK`).
+pub(crate) fn child_files(
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::process::ChildStdout,
+) -> Option<(File, File)> {
+    #[cfg(unix)]
+    {
+        Some((
+            stdin.into_owned_fd().ok()?.into(),
+            stdout.into_owned_fd().ok()?.into(),
+        ))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (stdin, stdout);
+        None
+    }
+}
+
 /// `fd` with `O_NONBLOCK` cleared when it is a pipe (a parent may have left it set on the open
 /// file description); any other kind of file is used as it is.
 #[cfg(unix)]
