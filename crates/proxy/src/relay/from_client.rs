@@ -457,6 +457,48 @@ const STATELESS_SINCE: &str = "2026-07-28";
 mod tests {
     use super::*;
     use serde_json::json;
+    #[cfg(unix)]
+    use std::io::Read;
+
+    #[cfg(unix)]
+    fn pipe() -> (std::fs::File, std::fs::File) {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        (
+            std::fs::File::from(std::os::fd::OwnedFd::from(reader)),
+            std::fs::File::from(std::os::fd::OwnedFd::from(writer)),
+        )
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_blocking_stdin_writes_lines_and_closes_once() {
+        let (mut reader, writer) = pipe();
+        let stdin = BlockingStdin::new(writer);
+        let mut server = ToServer::Blocking(Arc::clone(&stdin));
+        assert!(server.send(b"{\"a\":1}").await);
+        assert!(server.flush().await);
+        assert!(server.send(b"{\"b\":2}").await);
+        assert!(server.flush().await);
+        stdin.close();
+        // Closed: the reader sees the end, the writer is refused.
+        assert!(!server.send(b"{\"c\":3}").await);
+        let mut got = String::new();
+        reader.read_to_string(&mut got).expect("read");
+        assert_eq!(got, "{\"a\":1}\n{\"b\":2}\n");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn closing_a_blocking_stdin_drops_what_was_not_flushed() {
+        let (mut reader, writer) = pipe();
+        let stdin = BlockingStdin::new(writer);
+        let mut server = ToServer::Blocking(Arc::clone(&stdin));
+        assert!(server.send(b"{\"a\":1}").await);
+        stdin.close();
+        let mut got = String::new();
+        reader.read_to_string(&mut got).expect("read");
+        assert_eq!(got, "");
+    }
 
     #[test]
     fn stateless_requests_are_told_by_their_meta() {

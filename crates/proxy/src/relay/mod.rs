@@ -12,6 +12,9 @@
 //! reads the server's stdout; one writes every line bound for the client (so lines never
 //! interleave); one answers requests past [`RelayOptions::request_timeout`]; the caller's task
 //! watches the child. Shaping runs on tokio's blocking pool, except for small results.
+//! [`Relay::run_stdio`] with a child process runs the two readers on threads of their own
+//! instead, with blocking reads and writes and no writer task (each writes its lines in
+//! place): a small call then costs about what a byte-copy relay costs (see `threads`).
 //! Order: lines that are not shaped keep their order in each direction (notifications,
 //! progress, cancellations among themselves); a shaped result may be overtaken by the lines
 //! behind it.

@@ -209,3 +209,67 @@ impl Pipe {
         state.closed = true;
     }
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::time::Duration;
+
+    /// A pipe's two ends as files.
+    fn pipe() -> (std::fs::File, std::fs::File) {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        (
+            std::fs::File::from(std::os::fd::OwnedFd::from(reader)),
+            std::fs::File::from(std::os::fd::OwnedFd::from(writer)),
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_pipe_gets_whole_lines_and_nothing_after_the_drain() {
+        let (mut reader, writer) = pipe();
+        let out = ClientOut::pipe(writer);
+        assert!(out.send(b"{\"a\":1}".to_vec()).await);
+        assert!(out.send_from_task(b"{\"b\":2}".to_vec()).await);
+        let job = out.job();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            job.send_blocking(b"{\"c\":3}".to_vec())
+        });
+        // The drain waits for the job's line, then closes.
+        out.clone().drain(None, Duration::from_secs(10)).await;
+        assert!(late.join().expect("the job"));
+        assert!(
+            !out.send_blocking(b"{\"d\":4}".to_vec()),
+            "written after the drain"
+        );
+        drop(out);
+        let mut got = String::new();
+        reader.read_to_string(&mut got).expect("read");
+        assert_eq!(got, "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_closed_client_breaks_the_pipe_without_blocking() {
+        let (reader, writer) = pipe();
+        drop(reader);
+        let out = ClientOut::pipe(writer);
+        assert!(!out.send(b"{\"a\":1}".to_vec()).await);
+        assert!(!out.send_blocking(b"{\"b\":2}".to_vec()));
+        out.drain(None, Duration::from_secs(1)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_drain_gives_up_on_a_job_that_never_ends() {
+        let (_reader, writer) = pipe();
+        let out = ClientOut::pipe(writer);
+        let stuck = out.job();
+        let started = std::time::Instant::now();
+        out.drain(None, Duration::from_millis(100)).await;
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(
+            !stuck.send_blocking(b"{}".to_vec()),
+            "written after the drain"
+        );
+    }
+}
