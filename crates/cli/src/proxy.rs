@@ -239,6 +239,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let boundary = Arc::new(Boundary::new(settings)?);
     let relay = Relay::new(options).with_shaper(Arc::clone(&boundary) as Arc<dyn Shaper>);
 
+    // The stdio proxy serves no /metrics.
+    mcp_budget_proxy::metrics::unread();
     let runtime = runtime()?;
     let result = runtime.block_on(relay.run_stdio(&upstream));
     // tokio reads stdin on a blocking thread that may sit in read(2) forever.

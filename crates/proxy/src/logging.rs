@@ -67,6 +67,14 @@ pub(crate) fn debug_on() -> bool {
     *ON.get_or_init(|| std::env::var_os("MCP_BUDGET_DEBUG").is_some())
 }
 
+/// Whether the per-call event (target [`CALL_TARGET`]) is written: set by [`init`].
+static CALLS_LOGGED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`init`] installed a subscriber that writes the per-call event.
+pub(crate) fn calls_logged() -> bool {
+    CALLS_LOGGED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Installs the process's subscriber writing `format` to stderr. Returns false when one was
 /// installed already (the first one stays).
 pub fn init(format: LogFormat) -> bool {
@@ -78,6 +86,9 @@ pub fn init(format: LogFormat) -> bool {
         filter::LevelFilter::INFO
     };
     let calls = format == LogFormat::Json || debug_on();
+    if calls {
+        CALLS_LOGGED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let keep = filter::filter_fn(move |m| calls || m.target() != CALL_TARGET);
     let registry = tracing_subscriber::registry();
     let installed = match format {

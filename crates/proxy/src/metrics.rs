@@ -79,6 +79,21 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
+/// Whether anyone reads the process's metrics (see [`unread`]).
+static READ: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Tells the process that no one reads its metrics (the stdio proxy serves no `/metrics`):
+/// work done only for them is skipped from then on (counting the tokens of a result that
+/// goes out unchanged, when no telemetry file or call log wants them either).
+pub fn unread() {
+    READ.store(false, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether the metrics may be read ([`unread`] was not called).
+pub(crate) fn read() -> bool {
+    READ.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The process's metrics, registered on first use.
 pub fn global() -> &'static Metrics {
     static GLOBAL: OnceLock<Metrics> = OnceLock::new();

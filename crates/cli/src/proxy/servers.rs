@@ -23,6 +23,8 @@ pub(crate) fn run(mut settings: Settings, options: RelayOptions) -> anyhow::Resu
     file.tools_list = mux::boundary_tools_list(&file.tools_list);
     let boundary = Arc::new(Boundary::new(settings)?);
     let proxy = Mux::new(servers, separator, Arc::clone(&boundary), options);
+    // The stdio proxy serves no /metrics.
+    mcp_budget_proxy::metrics::unread();
     let runtime = super::runtime()?;
     runtime.block_on(proxy.run_stdio());
     runtime.shutdown_timeout(Duration::from_millis(100));

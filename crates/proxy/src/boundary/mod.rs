@@ -173,6 +173,17 @@ pub struct Boundary {
     refs_hint: bool,
 }
 
+/// A `tools/call` result that goes out as the server wrote it
+/// ([`Boundary::pass_unchanged`]), to be accounted for once it has gone out.
+pub(crate) struct Unchanged {
+    tool: String,
+    passed: plain::Passed,
+    upstream_ms: u64,
+    /// How long the check took: the call's shaping time (a count left for later is not on
+    /// the call's path).
+    took: std::time::Duration,
+}
+
 impl Boundary {
     /// A boundary with `settings`. Caps glibc's malloc arenas (see the cache in `store`: freed
     /// results must go back to the system), so build it before starting threads. Loads [`Settings::config_path`] when it is set and
@@ -306,12 +317,44 @@ impl Boundary {
     /// log line, telemetry) as [`Boundary::shape_call_result`] would have; when not, nothing
     /// happens and the result is to be shaped. `upstream_ms` as there.
     pub fn passes_unchanged(&self, tool: &str, raw: &[u8], upstream_ms: u64) -> bool {
-        let started = Instant::now();
-        let Some(passed) = plain::check(self, tool, raw) else {
+        let Some(passed) = self.pass_unchanged(tool, raw, upstream_ms) else {
             return false;
         };
-        self.account(tool, passed, upstream_ms, started);
+        self.account_unchanged(passed);
         true
+    }
+
+    /// [`Boundary::passes_unchanged`] in two steps: whether `raw` goes out as it came (`None`:
+    /// it is to be shaped), and then, once it has gone out, [`Boundary::account_unchanged`]
+    /// (which may count its tokens only then).
+    pub(crate) fn pass_unchanged(
+        &self,
+        tool: &str,
+        raw: &[u8],
+        upstream_ms: u64,
+    ) -> Option<Unchanged> {
+        let started = Instant::now();
+        let passed = plain::check_then_count(self, tool, raw)?;
+        Some(Unchanged {
+            tool: tool.to_owned(),
+            passed,
+            upstream_ms,
+            took: started.elapsed(),
+        })
+    }
+
+    /// Accounts (metrics, log line, telemetry) for a result that went out as it came, as
+    /// [`Boundary::shape_call_result`] would have; nothing when no one would see it (no
+    /// telemetry file, no per-call log event, metrics unread: the stdio proxy's default).
+    pub(crate) fn account_unchanged(&self, unchanged: Unchanged) {
+        if self.telemetry.is_none() && !crate::metrics::read() && !crate::logging::calls_logged() {
+            return;
+        }
+        let shaped = unchanged.passed.count(self);
+        let started = Instant::now()
+            .checked_sub(unchanged.took)
+            .unwrap_or_else(Instant::now);
+        self.account(&unchanged.tool, shaped, unchanged.upstream_ms, started);
     }
 
     /// Metrics, the log line and the telemetry record of one shaped call (`shaped.result` is

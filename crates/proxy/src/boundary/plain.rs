@@ -75,8 +75,45 @@ fn object<'a, T: Deserialize<'a>>(raw: &'a str) -> Option<T> {
 /// full path would have accounted for it (outcome `Fit`, or `Error` for `"isError": true`;
 /// the texts' bytes before and after alike; their tokens; the texts for telemetry when it is
 /// on), with `result` left `Null` (the server's bytes go out instead). `None` when it must be
-/// shaped.
+/// shaped. (The relay uses [`check_then_count`].)
+#[cfg(test)]
 pub(crate) fn check(b: &Boundary, tool: &str, raw: &[u8]) -> Option<Shaped> {
+    check_then_count(b, tool, raw).map(|p| p.count(b))
+}
+
+/// A result that goes out as it came ([`check_then_count`]), whose tokens may be counted yet:
+/// the relay sends the server's line first (see [`crate::relay::Shaper::passes_unchanged`]).
+pub(crate) struct Passed {
+    /// The texts, when their count was left for later (they are copies; `None` when counted).
+    texts: Option<Vec<String>>,
+    /// The tool's budget (tokens): each text is counted up to it, as the full path does.
+    budget: usize,
+    shaped: Shaped,
+}
+
+impl Passed {
+    /// The accounting of the result, its tokens counted now if they were not yet.
+    pub(crate) fn count(self, b: &Boundary) -> Shaped {
+        let mut shaped = self.shaped;
+        if let Some(texts) = self.texts {
+            // (Texts of at most `budget` bytes in all: no count stops at the limit.)
+            let budget = self.budget;
+            shaped.tokens = texts
+                .iter()
+                .map(|t| b.encoding.count_till_limit(t, budget).unwrap_or(budget) as u64)
+                .sum();
+        }
+        shaped
+    }
+}
+
+/// [`check`], with the count of the texts left for later when it cannot change the verdict:
+/// with an encoding of at most one token per byte ([`Encoding::bytes_bound_tokens`]), texts of
+/// at most `max_tokens` bytes in all fit whatever their count (a result's tokens are then
+/// counted after it has gone out, off the call's path).
+///
+/// [`Encoding::bytes_bound_tokens`]: mcp_budget_core::tokens::Encoding::bytes_bound_tokens
+pub(crate) fn check_then_count(b: &Boundary, tool: &str, raw: &[u8]) -> Option<Passed> {
     if b.settings.banner.is_some() {
         return None;
     }
@@ -100,36 +137,53 @@ pub(crate) fn check(b: &Boundary, tool: &str, raw: &[u8]) -> Option<Shaped> {
         return None;
     }
     let budget = rule.max_tokens.max(mcp_budget_core::MIN_BUDGET_TOKENS);
-    let (mut bytes, mut tokens) = (0u64, 0usize);
-    for item in &items {
-        // As `walk::doc_form_till` counts a text document: up to the budget.
-        tokens += b.encoding.count_till_limit(&item.text, budget)?;
-        bytes += item.text.len() as u64;
+    let bytes: usize = items.iter().map(|i| i.text.len()).sum();
+    let later = b.encoding.bytes_bound_tokens() && bytes <= budget;
+    let mut tokens = 0usize;
+    if !later {
+        for item in &items {
+            // As `walk::doc_form_till` counts a text document: up to the budget.
+            tokens += b.encoding.count_till_limit(&item.text, budget)?;
+        }
+        if tokens > budget {
+            return None;
+        }
     }
-    if tokens > budget {
-        return None;
-    }
-    let pre_texts = if b.telemetry.is_some() {
-        items
-            .into_iter()
-            .map(|i| i.text.into_owned())
-            .filter(|t| !t.is_empty())
-            .collect()
-    } else {
-        Vec::new()
+    let owned = |items: Vec<PlainItem<'_>>| -> Vec<String> {
+        items.into_iter().map(|i| i.text.into_owned()).collect()
     };
-    Some(Shaped {
-        result: Value::Null,
-        outcome: if result.is_error == Some(true) {
-            Outcome::Error
-        } else {
-            Outcome::Fit
+    let (texts, pre_texts) = match (later, b.telemetry.is_some()) {
+        (true, telemetry) => {
+            let texts = owned(items);
+            let pre = if telemetry {
+                texts.iter().filter(|t| !t.is_empty()).cloned().collect()
+            } else {
+                Vec::new()
+            };
+            (Some(texts), pre)
+        }
+        (false, true) => (
+            None,
+            owned(items).into_iter().filter(|t| !t.is_empty()).collect(),
+        ),
+        (false, false) => (None, Vec::new()),
+    };
+    Some(Passed {
+        texts,
+        budget,
+        shaped: Shaped {
+            result: Value::Null,
+            outcome: if result.is_error == Some(true) {
+                Outcome::Error
+            } else {
+                Outcome::Fit
+            },
+            response_id: None,
+            bytes_pre: bytes as u64,
+            bytes: bytes as u64,
+            tokens: tokens as u64,
+            pre_texts,
         },
-        response_id: None,
-        bytes_pre: bytes,
-        bytes,
-        tokens: tokens as u64,
-        pre_texts,
     })
 }
 

@@ -69,12 +69,13 @@ pub(crate) async fn run<F: FrameSource>(mut lines: F, shared: Arc<Shared>, out: 
                     let shared = Arc::clone(&shared);
                     let out = out.job();
                     drop(tokio::task::spawn_blocking(move || {
-                        let line = match decide_big(line, head, &shared) {
-                            Step::Send(line) => line,
+                        let (line, sent) = match decide_big(line, head, &shared) {
+                            Step::Send(line) => (line, Sent(None)),
                             Step::Shape(job) => job.run(),
                             Step::Drop => return,
                         };
                         let _ = out.send_blocking(line);
+                        sent.done();
                     }));
                     continue;
                 }
@@ -103,14 +104,18 @@ pub(crate) async fn run<F: FrameSource>(mut lines: F, shared: Arc<Shared>, out: 
             }
             Step::Shape(job) if job.span.len() <= INLINE_SHAPE_BYTES => {
                 // Small: shaping costs less than a trip to the blocking pool, and keeps order.
-                let _ = out.send(job.run()).await;
+                let (line, sent) = job.run();
+                let _ = out.send(line).await;
+                sent.done();
             }
             Step::Shape(job) => {
                 let out = out.job();
                 // The job's handle is not awaited: the relay's end waits for it to send its
                 // line (see `ClientOut::drain`).
                 drop(tokio::task::spawn_blocking(move || {
-                    let _ = out.send_blocking(job.run());
+                    let (line, sent) = job.run();
+                    let _ = out.send_blocking(line);
+                    sent.done();
                 }));
             }
             Step::Drop => {}
@@ -237,15 +242,32 @@ struct Job {
 }
 
 impl Job {
-    fn run(self) -> Vec<u8> {
-        shape(
+    /// The line to send, and what to do once it is sent.
+    fn run(self) -> (Vec<u8>, Sent) {
+        let (line, unchanged) = shape(
             self.shaper.as_ref(),
             &self.entry,
             self.line,
             self.span,
             self.upstream_ms,
             self.value.map(|v| *v),
-        )
+        );
+        let sent = Sent(unchanged.map(|u| (self.shaper, u)));
+        (line, sent)
+    }
+}
+
+/// What is left to do once a shaped line is sent: the accounting of a result that went out
+/// unchanged ([`Shaper::account_unchanged`]), if it was one.
+#[must_use = "the call is accounted for only by `Sent::done`"]
+struct Sent(Option<(Arc<dyn Shaper>, crate::relay::Unchanged)>);
+
+impl Sent {
+    fn done(self) {
+        if let Some((shaper, unchanged)) = self.0 {
+            // A panic there loses the accounting, never the relay.
+            let _ = catch_unwind(AssertUnwindSafe(|| shaper.account_unchanged(unchanged)));
+        }
     }
 }
 
@@ -411,17 +433,16 @@ fn shape(
     span: Range<usize>,
     upstream_ms: u64,
     parsed: Option<Value>,
-) -> Vec<u8> {
+) -> (Vec<u8>, Option<crate::relay::Unchanged>) {
     let started = Instant::now();
     // Small plain text the shaper would give back unchanged: the server's line as it came
     // (a panic there is as if it had said no: the result is then shaped).
     if let Track::Call { tool } = &entry.track
         && parsed.is_none()
         && span.len() <= INLINE_SHAPE_BYTES
-        && catch_unwind(AssertUnwindSafe(|| {
+        && let Ok(Some(unchanged)) = catch_unwind(AssertUnwindSafe(|| {
             shaper.passes_unchanged(tool, &line[span.clone()], upstream_ms)
         }))
-        .unwrap_or(false)
     {
         if log::debug_on() {
             log::debug(format_args!(
@@ -431,7 +452,7 @@ fn shape(
                 started.elapsed()
             ));
         }
-        return line;
+        return (line, Some(unchanged));
     }
     let (value, literals) =
         match parsed.map_or_else(|| serde_json::from_slice(&line[span.clone()]), Ok) {
@@ -443,7 +464,7 @@ fn shape(
                 let call = matches!(entry.track, Track::Call { .. });
                 match unparsed::recover(&line[span.clone()], call) {
                     Some(got) => (got.value, got.literals),
-                    None => return line,
+                    None => return (line, None),
                 }
             }
         };
@@ -466,7 +487,7 @@ fn shape(
             started.elapsed().saturating_sub(parsed)
         ));
     }
-    spliced.unwrap_or_else(|e| {
+    let line = spliced.unwrap_or_else(|e| {
         if literals > 0 {
             // What the client would accept without the proxy is never turned into an error.
             log::warn(format_args!(
@@ -481,7 +502,8 @@ fn shape(
         ));
         let message = "mcp-budget failed to shape this result (internal error; see its stderr)";
         reply::error_line(&entry.raw_id, reply::INTERNAL_ERROR, message)
-    })
+    });
+    (line, None)
 }
 
 #[cfg(test)]
@@ -530,7 +552,7 @@ mod tests {
             .result
             .and_then(|r| route::span_in(text, r))
             .unwrap_or_default();
-        shape(&Failing, &entry, line.to_vec(), span, 0, None)
+        shape(&Failing, &entry, line.to_vec(), span, 0, None).0
     }
 
     #[test]

@@ -84,6 +84,7 @@ pub use http::{HttpUpstream, HttpUpstreamError};
 pub use shaper::CallRoute;
 pub use shaper::Rewrite;
 pub use shaper::Shaper;
+pub use shaper::Unchanged;
 pub use upstream::Upstream;
 
 use lines::LineReader;

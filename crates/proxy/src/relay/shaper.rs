@@ -4,6 +4,16 @@ use crate::boundary::Boundary;
 pub use crate::boundary::args_rewrite::Rewrite;
 pub use crate::boundary::tools_list::CallRoute;
 
+/// A `tools/call` result that goes out as the server wrote it, as its shaper needs it to account
+/// for the call once it has gone out ([`Shaper::passes_unchanged`]); opaque to the relay.
+pub struct Unchanged(crate::boundary::Unchanged);
+
+impl std::fmt::Debug for Unchanged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unchanged").finish_non_exhaustive()
+    }
+}
+
 /// What rewrites the results the relay intercepts (the boundary, `crate::boundary`).
 ///
 /// Every method runs on tokio's blocking pool and may take its time; none may assume an
@@ -28,12 +38,21 @@ pub trait Shaper: Send + Sync + 'static {
     ) -> serde_json::Value;
 
     /// Whether the `result` of a `tools/call` response, as the server wrote it (`raw`, its
-    /// JSON bytes), goes out byte for byte: shaping would give it back unchanged. When `true`,
-    /// the shaper has accounted for the call as [`Shaper::shape_call_result`] would; the
-    /// relay asks only for small results, before parsing them. `false` by default.
-    fn passes_unchanged(&self, tool: &str, raw: &[u8], upstream_ms: u64) -> bool {
+    /// JSON bytes), goes out byte for byte: shaping would give it back unchanged. When it
+    /// does (`Some`), the relay sends the server's line, then hands what this returned to
+    /// [`Shaper::account_unchanged`], which accounts for the call as
+    /// [`Shaper::shape_call_result`] would have (so that work, a token count, is not on the
+    /// call's path). The relay asks only for small results, before parsing them. `None` by
+    /// default.
+    fn passes_unchanged(&self, tool: &str, raw: &[u8], upstream_ms: u64) -> Option<Unchanged> {
         let _ = (tool, raw, upstream_ms);
-        false
+        None
+    }
+
+    /// Accounts for a result that went out unchanged ([`Shaper::passes_unchanged`]). Nothing
+    /// by default.
+    fn account_unchanged(&self, unchanged: Unchanged) {
+        let _ = unchanged;
     }
 
     /// The shaped `result` of a `tools/list` response; `first_page` when the request had no
@@ -109,8 +128,12 @@ impl Shaper for Boundary {
         Boundary::shape_call_result(self, tool, result, upstream_ms)
     }
 
-    fn passes_unchanged(&self, tool: &str, raw: &[u8], upstream_ms: u64) -> bool {
-        Boundary::passes_unchanged(self, tool, raw, upstream_ms)
+    fn passes_unchanged(&self, tool: &str, raw: &[u8], upstream_ms: u64) -> Option<Unchanged> {
+        Boundary::pass_unchanged(self, tool, raw, upstream_ms).map(Unchanged)
+    }
+
+    fn account_unchanged(&self, unchanged: Unchanged) {
+        Boundary::account_unchanged(self, unchanged.0);
     }
 
     fn shape_list_result(&self, result: serde_json::Value, first_page: bool) -> serde_json::Value {
