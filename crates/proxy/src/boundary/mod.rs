@@ -347,7 +347,7 @@ impl Boundary {
     /// [`Boundary::shape_call_result`] would have; nothing when no one would see it (no
     /// telemetry file, no per-call log event, metrics unread: the stdio proxy's default).
     pub(crate) fn account_unchanged(&self, unchanged: Unchanged) {
-        if self.telemetry.is_none() && !crate::metrics::read() && !crate::logging::calls_logged() {
+        if !self.calls_observed() {
             return;
         }
         let shaped = unchanged.passed.count(self);
@@ -355,6 +355,12 @@ impl Boundary {
             .checked_sub(unchanged.took)
             .unwrap_or_else(Instant::now);
         self.account(&unchanged.tool, shaped, unchanged.upstream_ms, started);
+    }
+
+    /// Whether anyone sees the accounting of a call: a telemetry file, the per-call log event,
+    /// or metrics that may be read (not the stdio proxy's, which serves no `/metrics`).
+    pub(crate) fn calls_observed(&self) -> bool {
+        self.telemetry.is_some() || crate::metrics::read() || crate::logging::calls_logged()
     }
 
     /// Metrics, the log line and the telemetry record of one shaped call (`shaped.result` is

@@ -153,6 +153,8 @@ pub(crate) fn check_then_count(b: &Boundary, tool: &str, raw: &[u8]) -> Option<P
         items.into_iter().map(|i| i.text.into_owned()).collect()
     };
     let (texts, pre_texts) = match (later, b.telemetry.is_some()) {
+        // No one will see the count: no copies for it.
+        (true, false) if !b.calls_observed() => (None, Vec::new()),
         (true, telemetry) => {
             let texts = owned(items);
             let pre = if telemetry {

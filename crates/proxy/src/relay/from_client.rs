@@ -66,21 +66,30 @@ impl BlockingStdin {
         }
     }
 
-    /// Runs `write` on the open pipe; `None` when it is closed. A failed write closes it.
+    /// Runs `write` on the open pipe; `None` when it is closed. A failed write closes it, and
+    /// so does a [`BlockingStdin::close`] that came while it ran (after its bytes are flushed).
     fn with(
         &self,
         write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
     ) -> Option<std::io::Result<()>> {
-        let mut pipe = self
-            .pipe
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let result = write(pipe.as_mut()?);
-        if result.is_err() || self.closing.load(std::sync::atomic::Ordering::SeqCst) {
-            // (Closing: the bytes of this write are flushed first, as on a close between two.)
-            if let Some(mut open) = pipe.take() {
-                let _ = std::io::Write::flush(&mut open);
+        let result = {
+            let mut pipe = self
+                .pipe
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let result = write(pipe.as_mut()?);
+            if result.is_err() {
+                *pipe = None;
             }
+            result
+        };
+        // Checked once the lock is released: a `close` whose `try_lock` met this write has
+        // set the flag before, so one of the two closes the pipe.
+        if self.closing.load(std::sync::atomic::Ordering::SeqCst)
+            && let Ok(mut pipe) = self.pipe.try_lock()
+            && let Some(mut open) = pipe.take()
+        {
+            let _ = std::io::Write::flush(&mut open);
         }
         Some(result)
     }
@@ -155,8 +164,9 @@ impl ToServer {
 }
 
 /// Relays the client's lines until the client closes its end (or its stdin fails), and
-/// returns the server's stdin, flushed: the caller closes it (by dropping it), which tells a
-/// well-behaved server to exit, once it has taken note that the client left first.
+/// returns the server's stdin, flushed: the caller closes it (by dropping it, or with
+/// [`BlockingStdin::close`]), which tells a well-behaved server to exit, once it has taken
+/// note that the client left first.
 pub(crate) async fn run<I: AsyncRead + Unpin>(
     mut lines: LineReader<I>,
     mut server: ToServer,

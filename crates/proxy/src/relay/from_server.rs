@@ -45,6 +45,10 @@ pub(crate) async fn run<F: FrameSource>(mut lines: F, shared: Arc<Shared>, out: 
                 return;
             }
         };
+        // Stopped while reading (a thread cannot be aborted as a task is): nothing more.
+        if shared.server_stopped() {
+            return;
+        }
         let step = match frame {
             Frame::Eof => return,
             Frame::TooLong { bytes, scan } => {
@@ -379,6 +383,15 @@ fn route_line(line: &[u8], shared: &Shared) -> Routed {
                 ));
                 return Routed::Drop;
             }
+            None if pending.is_closed() => {
+                // The relay has answered every request left (the server exited): this one
+                // would be a second answer.
+                log::warn(format_args!(
+                    "dropped an upstream answer that came after the relay ended: {}",
+                    log::preview(line)
+                ));
+                return Routed::Drop;
+            }
             None => None,
         }
     };
@@ -574,11 +587,7 @@ mod tests {
             r#"{{"result":{{"content":[{{"type":"text","text":"{text}"}}]}},"jsonrpc":"2.0","id":3}}"#
         )
         .into_bytes();
-        let shared = Shared {
-            pending: std::sync::Mutex::new(route::Pending::default()),
-            shaper: Some(Arc::new(Failing)),
-            max_line_bytes: usize::MAX,
-        };
+        let shared = Shared::new(Some(Arc::new(Failing)), usize::MAX);
         let entry = call_3();
         let inserted = shared.pending().insert(route::id_key(b"3"), entry);
         assert!(matches!(inserted, Ok(None)));
@@ -657,5 +666,20 @@ mod tests {
         let real = envelope.result.and_then(|r| route::span_in(line, r));
         assert!(real.is_some());
         assert_ne!(guessed, real, "the wrong guess must be told by its span");
+    }
+
+    /// After the relay answered the requests left (the server exited), a late answer of the
+    /// server is dropped: the client never gets two answers to one request.
+    #[test]
+    fn an_answer_after_the_table_closed_is_dropped() {
+        let shared = Shared::new(None, usize::MAX);
+        let inserted = shared.pending().insert(route::id_key(b"1"), call_3());
+        assert!(matches!(inserted, Ok(None)));
+        assert_eq!(shared.pending().close().len(), 1);
+        let late = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        assert!(matches!(route_line(late, &shared), Routed::Drop));
+        // Notifications still pass.
+        let note = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#;
+        assert!(matches!(route_line(note, &shared), Routed::Send));
     }
 }

@@ -178,9 +178,34 @@ pub(crate) struct Shared {
     pending: Mutex<Pending>,
     shaper: Option<Arc<dyn Shaper>>,
     max_line_bytes: usize,
+    /// Set when the server's reader is stopped: a reader on a thread of its own, which cannot
+    /// be aborted, checks it after each read and sends nothing more.
+    server_stopped: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
+    fn new(shaper: Option<Arc<dyn Shaper>>, max_line_bytes: usize) -> Shared {
+        Shared {
+            pending: Mutex::new(Pending::default()),
+            shaper,
+            max_line_bytes,
+            server_stopped: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the server's reader was stopped.
+    fn server_stopped(&self) -> bool {
+        self.server_stopped
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Stops the server's reader: `reader`'s task is aborted; a thread stops at its next line.
+    fn stop_server<T: Send + 'static>(&self, reader: &Worker<T>) {
+        self.server_stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        reader.abort();
+    }
+
     /// The pending table (a panic elsewhere never makes it unusable).
     fn pending(&self) -> MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
@@ -230,8 +255,9 @@ impl Relay {
     /// [`Relay::run`] on the process's stdin and stdout; SIGTERM or SIGHUP (on Unix) stops it
     /// like the client's EOF, so the server is never left behind.
     ///
-    /// tokio reads stdin on a blocking thread that outlives the relay: shut the runtime down
-    /// with a timeout (`Runtime::shutdown_timeout`) after this returns.
+    /// The thread that reads stdin may outlive the relay, blocked in a read (a thread of its own,
+    /// or tokio's blocking thread): shut the runtime down with a timeout
+    /// (`Runtime::shutdown_timeout`) after this returns, and exit.
     ///
     /// # Errors
     ///
@@ -337,11 +363,7 @@ impl Relay {
             return Err(RelayError::Pipes);
         };
         let max = self.options.max_line_bytes;
-        let shared = Arc::new(Shared {
-            pending: Mutex::new(Pending::default()),
-            shaper: self.shaper.clone(),
-            max_line_bytes: max,
-        });
+        let shared = Arc::new(Shared::new(self.shaper.clone(), max));
         // The server's stdin as the threaded relay holds it (closed from here, not dropped).
         let mut blocking_stdin = None;
         let (out, writer, mut client, mut server) = match client {
@@ -480,7 +502,7 @@ impl Relay {
 
         // What the server wrote before it exited is still in the pipe: relay it first.
         if !server_done && timeout(DRAIN_AFTER_EXIT, &mut server).await.is_err() {
-            server.abort();
+            shared.stop_server(&server);
         }
         if let Some(sweeper) = sweeper {
             sweeper.abort();
@@ -491,6 +513,8 @@ impl Relay {
         }
         answer_orphans(&shared, &out, &why).await;
         if !client_done {
+            // (The threaded relay's client thread may still read: it can write no more.)
+            close_stdin(&client);
             client.abort();
         }
         out.drain(writer, WRITER_DRAIN).await;
@@ -504,18 +528,26 @@ impl Relay {
 
 /// Closes the pending table (later requests are refused) and answers every request still
 /// waiting with a -32000 error: "`why` before answering this request (<method>)".
+/// Gives up after [`WRITER_DRAIN`] (a client that reads nothing).
 async fn answer_orphans(shared: &Shared, out: &ClientOut, why: &str) {
     let orphans = shared.pending().close();
-    for entry in orphans {
-        shared.note_call_error(&entry);
-        let message = format!("{why} before answering this request ({})", entry.method);
-        let _ = out
-            .send_from_task(reply::error_line(
-                &entry.raw_id,
-                reply::CONNECTION_CLOSED,
-                &message,
-            ))
-            .await;
+    let answers = async {
+        for entry in orphans {
+            shared.note_call_error(&entry);
+            let message = format!("{why} before answering this request ({})", entry.method);
+            let _ = out
+                .send_from_task(reply::error_line(
+                    &entry.raw_id,
+                    reply::CONNECTION_CLOSED,
+                    &message,
+                ))
+                .await;
+        }
+    };
+    if timeout(WRITER_DRAIN, answers).await.is_err() {
+        log::warn(format_args!(
+            "gave up answering the requests left after {WRITER_DRAIN:?}: the client reads nothing"
+        ));
     }
 }
 

@@ -7,7 +7,7 @@
 //! HTTP exchange failed) comes back as frames into the same server-side path, so routing,
 //! shaping, timeouts and telemetry are the ones of the stdio relay.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -16,7 +16,6 @@ use tokio::time::timeout;
 use super::from_client::ToServer;
 use super::http::{self, HttpUpstream};
 use super::lines::{FrameQueue, LineReader};
-use super::route::Pending;
 use super::{
     DRAIN_AFTER_EXIT, Relay, RelayError, RelayExit, Shared, StopCause, WRITER_DRAIN,
     answer_orphans, expire_requests, from_client, from_server, log, threads, writer,
@@ -45,11 +44,7 @@ impl Relay {
         let (to_transport, messages) = mpsc::channel(writer::QUEUE);
         let (frames, received) = mpsc::channel(writer::QUEUE);
         let transport = http::Transport::new(upstream, frames, max)?;
-        let shared = Arc::new(Shared {
-            pending: Mutex::new(Pending::default()),
-            shaper: self.shaper.clone(),
-            max_line_bytes: max,
-        });
+        let shared = Arc::new(Shared::new(self.shaper.clone(), max));
         let (out, writer) = threads::client_out(threads::ClientOrFile::Stream(client_out));
         let mut client = tokio::spawn(from_client::run(
             LineReader::new(client_in, max),

@@ -343,6 +343,12 @@ impl Pending {
         expired
     }
 
+    /// Whether [`Pending::close`] was called: every request still waiting then was answered
+    /// by the relay, so a response that finds no entry is a late one.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed
+    }
+
     /// Closes the table and returns the requests still waiting that were not cancelled,
     /// oldest first.
     pub(crate) fn close(&mut self) -> Vec<Entry> {

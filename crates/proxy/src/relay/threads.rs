@@ -128,8 +128,10 @@ impl<T: Send + 'static> Worker<T> {
         Some(Worker::Thread(result))
     }
 
-    /// Stops a task (dropping what it holds); a thread is left to itself (blocked in a read, it
-    /// ends with the process).
+    /// Stops a task (dropping what it holds). A thread cannot be stopped: the caller makes it
+    /// harmless by other means (the server's reader checks `Shared::server_stopped` after each
+    /// read; the client's loses the server's stdin to `BlockingStdin::close` and its client
+    /// output to the drain); blocked in a read, it ends with the process.
     pub(crate) fn abort(&self) {
         if let Worker::Task(task) = self {
             task.abort();

@@ -62,15 +62,16 @@ pub(crate) struct Pipe {
     state: Mutex<PipeState>,
     /// Counts the [`ClientOut::job`] clones still alive (one held by the pipe itself).
     jobs: Arc<()>,
+    /// The relay has ended: lines are dropped (a reader thread left blocked in a read may wake
+    /// after its relay returned). Set without the lock, which a write to a client that reads
+    /// nothing may hold for ever.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 struct PipeState {
     out: std::io::BufWriter<std::fs::File>,
     /// A write failed (the client closed its stdout): lines are dropped from then on.
     broken: bool,
-    /// The relay has ended: lines are dropped (a reader thread left blocked in a read may wake
-    /// after its relay returned).
-    closed: bool,
 }
 
 impl ClientOut {
@@ -81,9 +82,9 @@ impl ClientOut {
                 state: Mutex::new(PipeState {
                     out: std::io::BufWriter::with_capacity(64 * 1024, file),
                     broken: false,
-                    closed: false,
                 }),
                 jobs: Arc::new(()),
+                closed: std::sync::atomic::AtomicBool::new(false),
             }),
             job: None,
         }
@@ -134,8 +135,8 @@ impl ClientOut {
     }
 
     /// At the relay's end, with the readers done: lets the jobs still running send their
-    /// lines (at most `limit`), then writes nothing more. `writer` is the writer task of a
-    /// queue (it ends when every sender is gone, this one included).
+    /// lines (waiting at most `limit`), then writes nothing more. `writer` is the writer task
+    /// of a queue (it ends when every sender is gone, this one included).
     pub(crate) async fn drain(
         self,
         writer: Option<tokio::task::JoinHandle<()>>,
@@ -164,8 +165,7 @@ impl ClientOut {
                     }
                     tokio::time::sleep(std::time::Duration::from_millis(2)).await;
                 }
-                let pipe = Arc::clone(&pipe);
-                let _ = tokio::task::spawn_blocking(move || pipe.close()).await;
+                pipe.close();
             }
         }
     }
@@ -179,8 +179,11 @@ impl Pipe {
     /// Writes `line` and its `\n`, and flushes (one `write` for a line that fits the buffer);
     /// `false` once writing failed or the relay has ended (the line is dropped).
     fn write(&self, line: &[u8]) -> bool {
+        if self.is_closed() {
+            return false;
+        }
         let mut state = self.state();
-        if state.broken || state.closed {
+        if state.broken || self.is_closed() {
             return false;
         }
         let mut result = state.out.write_all(line);
@@ -200,13 +203,13 @@ impl Pipe {
         true
     }
 
-    /// Flushes what is buffered; nothing is written after this.
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Nothing is written after this; never waits (each line was flushed when written).
     fn close(&self) {
-        let mut state = self.state();
-        if !state.broken {
-            let _ = state.out.flush();
-        }
-        state.closed = true;
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -257,6 +260,28 @@ mod tests {
         assert!(!out.send(b"{\"a\":1}".to_vec()).await);
         assert!(!out.send_blocking(b"{\"b\":2}".to_vec()));
         out.drain(None, Duration::from_secs(1)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_drain_returns_while_a_write_to_a_client_that_reads_nothing_blocks() {
+        let (reader, writer) = pipe();
+        let out = ClientOut::pipe(writer);
+        let stuck = out.clone();
+        // More than a pipe holds: the write blocks, holding the pipe's lock.
+        let blocked = std::thread::spawn(move || stuck.send_blocking(vec![b'x'; 4 << 20]));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let answered = tokio::time::timeout(
+            Duration::from_millis(300),
+            out.send_from_task(b"{}".to_vec()),
+        );
+        // A task's send waits for the lock (the relay bounds it: `answer_orphans`)...
+        assert!(answered.await.is_err());
+        // ...but the drain does not.
+        let started = std::time::Instant::now();
+        out.drain(None, Duration::from_millis(100)).await;
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        drop(reader);
+        assert!(!blocked.join().expect("the writer"), "the write fails once the reader is gone");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
