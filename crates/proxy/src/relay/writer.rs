@@ -279,9 +279,16 @@ mod tests {
         // ...but the drain does not.
         let started = std::time::Instant::now();
         out.drain(None, Duration::from_millis(100)).await;
-        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
         drop(reader);
-        assert!(!blocked.join().expect("the writer"), "the write fails once the reader is gone");
+        assert!(
+            !blocked.join().expect("the writer"),
+            "the write fails once the reader is gone"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
