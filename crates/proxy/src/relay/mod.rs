@@ -89,7 +89,7 @@ pub use upstream::Upstream;
 
 use lines::LineReader;
 use route::Pending;
-use threads::{BlockingRead, Client, ClientOrFile, Worker};
+use threads::{BlockingRead, Client, Worker};
 use writer::ClientOut;
 // The Streamable HTTP server (`crate::serve`) routes the relay's output by the same rules.
 pub(crate) use route::id_key;
@@ -270,12 +270,10 @@ impl Relay {
         };
         let exit = match (upstream, files) {
             (Upstream::Command(command), Some((input, output))) => {
-                self.run_command::<Box<dyn AsyncRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin + Send>, _>(
-                    command,
-                    Client::Files(input, output),
-                    stdio::terminated(),
-                )
-                .await
+                // (The stream types are unused with files.)
+                let client: Client<stdio::ClientIn, stdio::ClientOut> =
+                    Client::Files(input, output);
+                self.run_command(command, client, stdio::terminated()).await
             }
             _ => {
                 let (client_in, client_out) = stdio::client_pipes();
@@ -368,7 +366,8 @@ impl Relay {
         let mut blocking_stdin = None;
         let (out, writer, mut client, mut server) = match client {
             Client::Streams(client_in, client_out) => {
-                let (out, writer) = threads::client_out(ClientOrFile::Stream(client_out));
+                let (out, writer) = ClientOut::queue(client_out);
+                let writer = Some(writer);
                 let client = Worker::Task(tokio::spawn(from_client::run(
                     LineReader::new(client_in, max),
                     from_client::ToServer::pipe(stdin),
@@ -383,7 +382,7 @@ impl Relay {
                 (out, writer, client, server)
             }
             Client::Files(input, output) => {
-                let (out, writer) = threads::client_out::<O>(ClientOrFile::File(output));
+                let (out, writer) = (ClientOut::pipe(output), None);
                 let Some((stdin, stdout)) = threads::child_files(stdin, stdout) else {
                     let _ = child.start_kill();
                     return Err(RelayError::Pipes);

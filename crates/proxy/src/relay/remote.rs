@@ -16,9 +16,10 @@ use tokio::time::timeout;
 use super::from_client::ToServer;
 use super::http::{self, HttpUpstream};
 use super::lines::{FrameQueue, LineReader};
+use super::writer::ClientOut;
 use super::{
     DRAIN_AFTER_EXIT, Relay, RelayError, RelayExit, Shared, StopCause, WRITER_DRAIN,
-    answer_orphans, expire_requests, from_client, from_server, log, threads, writer,
+    answer_orphans, expire_requests, from_client, from_server, log, writer,
 };
 
 /// How long the transport gets, after the client left, to end the session (HTTP DELETE) once
@@ -45,7 +46,7 @@ impl Relay {
         let (frames, received) = mpsc::channel(writer::QUEUE);
         let transport = http::Transport::new(upstream, frames, max)?;
         let shared = Arc::new(Shared::new(self.shaper.clone(), max));
-        let (out, writer) = threads::client_out(threads::ClientOrFile::Stream(client_out));
+        let (out, writer) = ClientOut::queue(client_out);
         let mut client = tokio::spawn(from_client::run(
             LineReader::new(client_in, max),
             ToServer::queue(to_transport),
@@ -98,7 +99,7 @@ impl Relay {
             "the connection to the upstream server was closed",
         )
         .await;
-        out.drain(writer, WRITER_DRAIN).await;
+        out.drain(Some(writer), WRITER_DRAIN).await;
         Ok(RelayExit { code: 0, cause })
     }
 }

@@ -4,7 +4,7 @@
 //! When the proxy's client and its server both speak over pipes, each direction is read on a
 //! thread of its own with blocking reads, and written with blocking writes on that same thread:
 //! the client's line goes to the server's stdin, the server's line to the client's stdout
-//! ([`ClientOut::pipe`]), with no hand-off to another thread in between, as a byte-copy relay
+//! (`ClientOut::pipe`), with no hand-off to another thread in between, as a byte-copy relay
 //! does. The reactor's round trip (a readiness event, a wake-up of a runtime worker, a read that
 //! ends in `EAGAIN`, a queue to a writer task) cost a small call about 20 µs of CPU per round
 //! trip more than that on two cores (measured with `--bench relay`).
@@ -26,8 +26,6 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-
-use super::writer::ClientOut;
 
 /// Our stdin and stdout as blocking files (duplicates of the descriptors, in blocking mode), or
 /// `None` when either cannot be had (then the relay runs on tasks over the reactor).
@@ -158,25 +156,4 @@ pub(crate) enum Client<I, O> {
     Streams(I, O),
     /// Our stdin and stdout ([`client_files`]).
     Files(File, File),
-}
-
-/// What [`ClientOut`] the relay writes through, and the writer task behind it, if any.
-pub(crate) fn client_out<O>(output: ClientOrFile<O>) -> (ClientOut, Option<JoinHandle<()>>)
-where
-    O: tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    match output {
-        ClientOrFile::Stream(o) => {
-            let (out, queue) = tokio::sync::mpsc::channel(super::writer::QUEUE);
-            let writer = tokio::spawn(super::writer::run(o, queue));
-            (ClientOut::Queue(out), Some(writer))
-        }
-        ClientOrFile::File(file) => (ClientOut::pipe(file), None),
-    }
-}
-
-/// The client's output: a stream for a writer task, or a file written in place.
-pub(crate) enum ClientOrFile<O> {
-    Stream(O),
-    File(File),
 }

@@ -75,6 +75,14 @@ struct PipeState {
 }
 
 impl ClientOut {
+    /// Lines through a new writer task that owns `out` (it ends when every sender is gone).
+    pub(crate) fn queue<O: AsyncWrite + Unpin + Send + 'static>(
+        out: O,
+    ) -> (ClientOut, tokio::task::JoinHandle<()>) {
+        let (queue, lines) = mpsc::channel(QUEUE);
+        (ClientOut::Queue(queue), tokio::spawn(run(out, lines)))
+    }
+
     /// Lines written straight to `file` (blocking writes), from any thread.
     pub(crate) fn pipe(file: std::fs::File) -> ClientOut {
         ClientOut::Pipe {
