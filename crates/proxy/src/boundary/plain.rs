@@ -84,7 +84,8 @@ pub(crate) fn check(b: &Boundary, tool: &str, raw: &[u8]) -> Option<Shaped> {
 /// A result that goes out as it came ([`check_then_count`]), whose tokens may be counted yet:
 /// the relay sends the server's line first (see [`crate::relay::Shaper::passes_unchanged`]).
 pub(crate) struct Passed {
-    /// The texts, when their count was left for later (they are copies; `None` when counted).
+    /// The texts, when their count was left for later (copies; `None` when they were counted,
+    /// or when no one reads the count: [`Boundary::calls_observed`]).
     texts: Option<Vec<String>>,
     /// The tool's budget (tokens): each text is counted up to it, as the full path does.
     budget: usize,
@@ -149,27 +150,21 @@ pub(crate) fn check_then_count(b: &Boundary, tool: &str, raw: &[u8]) -> Option<P
             return None;
         }
     }
-    let owned = |items: Vec<PlainItem<'_>>| -> Vec<String> {
+    // Copies of the texts: to count them later (only when someone reads the count), and for
+    // telemetry.
+    let telemetry = b.telemetry.is_some();
+    let count_later = later && b.calls_observed();
+    let copies: Vec<String> = if count_later || telemetry {
         items.into_iter().map(|i| i.text.into_owned()).collect()
+    } else {
+        Vec::new()
     };
-    let (texts, pre_texts) = match (later, b.telemetry.is_some()) {
-        // No one will see the count: no copies for it.
-        (true, false) if !b.calls_observed() => (None, Vec::new()),
-        (true, telemetry) => {
-            let texts = owned(items);
-            let pre = if telemetry {
-                texts.iter().filter(|t| !t.is_empty()).cloned().collect()
-            } else {
-                Vec::new()
-            };
-            (Some(texts), pre)
-        }
-        (false, true) => (
-            None,
-            owned(items).into_iter().filter(|t| !t.is_empty()).collect(),
-        ),
-        (false, false) => (None, Vec::new()),
+    let pre_texts = if telemetry {
+        copies.iter().filter(|t| !t.is_empty()).cloned().collect()
+    } else {
+        Vec::new()
     };
+    let texts = count_later.then_some(copies);
     Some(Passed {
         texts,
         budget,

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use super::lines::{Frame, LineReader};
 use super::route::{self, Entry, Parsed, Track};
 use super::scan::Scan;
+use super::threads::BlockingStdin;
 use super::writer::ClientOut;
 use super::{CallRoute, Shaper, Shared, log, reply, rewrite};
 
@@ -33,66 +34,6 @@ pub(crate) enum ToServer {
     Queue(mpsc::Sender<Vec<u8>>),
     /// The server no longer reads.
     Gone,
-}
-
-/// A child's stdin in blocking mode, shared by the thread that writes it and the relay, which
-/// closes it.
-pub(crate) struct BlockingStdin {
-    pipe: std::sync::Mutex<Option<std::io::BufWriter<std::fs::File>>>,
-    /// Set by [`BlockingStdin::close`]: a write under way closes the pipe when it ends.
-    closing: std::sync::atomic::AtomicBool,
-}
-
-impl BlockingStdin {
-    pub(crate) fn new(stdin: std::fs::File) -> Arc<BlockingStdin> {
-        Arc::new(BlockingStdin {
-            pipe: std::sync::Mutex::new(Some(std::io::BufWriter::with_capacity(64 * 1024, stdin))),
-            closing: std::sync::atomic::AtomicBool::new(false),
-        })
-    }
-
-    /// Closes the pipe, which tells a well-behaved server to exit; never waits: while a write
-    /// is under way (a server that does not read), the pipe closes when the write ends (or
-    /// fails, when the server is killed after the grace time).
-    pub(crate) fn close(&self) {
-        self.closing
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        if let Ok(mut pipe) = self.pipe.try_lock()
-            && let Some(open) = pipe.take()
-        {
-            // Without a flush (which could block): what a stopped client left unflushed is
-            // dropped, as it would be on its own exit.
-            drop(open.into_parts());
-        }
-    }
-
-    /// Runs `write` on the open pipe; `None` when it is closed. A failed write closes it, and
-    /// so does a [`BlockingStdin::close`] that came while it ran (after its bytes are flushed).
-    fn with(
-        &self,
-        write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
-    ) -> Option<std::io::Result<()>> {
-        let result = {
-            let mut pipe = self
-                .pipe
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let result = write(pipe.as_mut()?);
-            if result.is_err() {
-                *pipe = None;
-            }
-            result
-        };
-        // Checked once the lock is released: a `close` whose `try_lock` met this write has
-        // set the flag before, so one of the two closes the pipe.
-        if self.closing.load(std::sync::atomic::Ordering::SeqCst)
-            && let Ok(mut pipe) = self.pipe.try_lock()
-            && let Some(mut open) = pipe.take()
-        {
-            let _ = std::io::Write::flush(&mut open);
-        }
-        Some(result)
-    }
 }
 
 impl ToServer {

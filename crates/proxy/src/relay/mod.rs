@@ -387,7 +387,7 @@ impl Relay {
                     let _ = child.start_kill();
                     return Err(RelayError::Pipes);
                 };
-                let stdin = from_client::BlockingStdin::new(stdin);
+                let stdin = threads::BlockingStdin::new(stdin);
                 blocking_stdin = Some(Arc::clone(&stdin));
                 let handle = tokio::runtime::Handle::current();
                 let client = Worker::thread(

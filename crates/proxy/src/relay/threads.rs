@@ -20,8 +20,10 @@
 //! [`from_server::run`]: super::from_server::run
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{BufWriter, Read, Write};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
@@ -99,6 +101,64 @@ impl AsyncRead for BlockingRead {
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }
+    }
+}
+
+/// A child's stdin in blocking mode, shared by the thread that writes it and the relay, which
+/// closes it.
+pub(crate) struct BlockingStdin {
+    pipe: Mutex<Option<BufWriter<File>>>,
+    /// Set by [`BlockingStdin::close`]: a write under way closes the pipe when it ends.
+    closing: AtomicBool,
+}
+
+impl BlockingStdin {
+    /// `stdin` (a child's stdin in blocking mode: [`child_files`]) behind a 64 KiB buffer,
+    /// shared.
+    pub(crate) fn new(stdin: File) -> Arc<BlockingStdin> {
+        Arc::new(BlockingStdin {
+            pipe: Mutex::new(Some(BufWriter::with_capacity(64 * 1024, stdin))),
+            closing: AtomicBool::new(false),
+        })
+    }
+
+    /// Closes the pipe, which tells a well-behaved server to exit; never waits: while a write
+    /// is under way (a server that does not read), the pipe closes when the write ends (or
+    /// fails, when the server is killed after the grace time).
+    pub(crate) fn close(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        if let Ok(mut pipe) = self.pipe.try_lock()
+            && let Some(open) = pipe.take()
+        {
+            // Without a flush (which could block): what a stopped client left unflushed is
+            // dropped, as it would be on its own exit.
+            drop(open.into_parts());
+        }
+    }
+
+    /// Runs `write` on the open pipe; `None` when it is closed. A failed write closes it, and
+    /// so does a [`BlockingStdin::close`] that came while it ran (after its bytes are flushed).
+    pub(super) fn with(
+        &self,
+        write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+    ) -> Option<std::io::Result<()>> {
+        let result = {
+            let mut pipe = self.pipe.lock().unwrap_or_else(PoisonError::into_inner);
+            let result = write(pipe.as_mut()?);
+            if result.is_err() {
+                *pipe = None;
+            }
+            result
+        };
+        // Checked once the lock is released: a `close` whose `try_lock` met this write has
+        // set the flag before, so one of the two closes the pipe.
+        if self.closing.load(Ordering::SeqCst)
+            && let Ok(mut pipe) = self.pipe.try_lock()
+            && let Some(mut open) = pipe.take()
+        {
+            let _ = open.flush();
+        }
+        Some(result)
     }
 }
 
