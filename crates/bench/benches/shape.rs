@@ -11,10 +11,12 @@
 //! `gitlog-2MB` and `gitlog-45KB` (text; the last just over the budget). Budget 10,000 tokens (cl100k_base), the proxy's defaults.
 //!
 //! Per input, timed in back-to-back pairs (`SHAPE_PAIRS`, default 11), alternating which goes
-//! first: `baseline` = `serde_json::from_slice::<Value>` of the line; `shape` = that parse plus
-//! `Boundary::shape_call_result` plus writing the shaped result back as JSON (what the proxy
-//! does between reading the line and writing page 1; it parses the envelope and the result
-//! on two threads, so this slightly overstates its wall time). Each pair shapes a different
+//! first: `baseline` = `serde_json::from_slice::<Value>` of the line; `shape` = reading the
+//! result as the relay reads a long line (`relay::split` on two threads where one long string
+//! runs through the middle, then the envelope around it; else the result and the envelope in
+//! one pass each, on two threads) plus `Boundary::shape_call_result` plus writing the shaped
+//! result back as JSON: what the proxy does between reading the line and writing page 1, but
+//! for finding the request in its table. Each pair shapes a different
 //! response (a counter in the text: the first element of a JSON array, else a last line), so
 //! no pair reuses the cache entry of another; each pair is followed by a pause for the work
 //! shaping leaves on other threads (the exact total; the parse of a JSON text whose page 1
@@ -31,6 +33,8 @@ use mcp_budget_core::paginate::{Document, Pager, Position};
 use mcp_budget_core::tokens::Encoding;
 use mcp_budget_proxy::boundary::Boundary;
 use mcp_budget_proxy::config::Settings;
+use mcp_budget_proxy::relay::split;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 const MB: usize = 1_000_000;
@@ -42,6 +46,32 @@ fn line_of(text: &str) -> Vec<u8> {
         "result": {"content": [{"type": "text", "text": text}]}
     }))
     .unwrap_or_default()
+}
+
+/// The result of a response line, read as the relay reads a long one
+/// (`from_server::decide_big`): on two threads by `relay::split` where it applies, then the
+/// envelope around it (the result written `0`; the relay reads it twice, once to check the
+/// result is where `split` read it and once to route it); else the result and the envelope
+/// each in one pass, on two threads.
+fn read_result(line: &mut [u8]) -> Option<Value> {
+    let key = b"\"result\":";
+    let start = line.windows(key.len()).position(|w| w == key)? + key.len();
+    if let Some((value, span)) = split::value_at(line, start) {
+        let mut masked = line[..span.start].to_vec();
+        masked.push(b'0');
+        masked.extend_from_slice(&line[span.end..]);
+        for _ in 0..2 {
+            serde_json::from_slice::<&RawValue>(&masked).ok()?;
+        }
+        return Some(value);
+    }
+    let line = &*line;
+    std::thread::scope(|s| {
+        let envelope = s.spawn(|| serde_json::from_slice::<&RawValue>(line).is_ok());
+        let mut values = serde_json::Deserializer::from_slice(&line[start..]).into_iter::<Value>();
+        let value = values.next()?.ok()?;
+        envelope.join().ok()?.then_some(value)
+    })
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -127,11 +157,12 @@ fn main() {
                 serde_json::from_slice::<Value>(&line)
                     .map_or(0, |v| v.as_object().map_or(0, |o| o.len()))
             };
+            // The relay reads the line in place (`split` changes two bytes while it reads).
+            let mut work = line.clone();
             let shape = || {
-                let Ok(mut v) = serde_json::from_slice::<Value>(&line) else {
+                let Some(result) = read_result(&mut work) else {
                     return 0;
                 };
-                let result = v["result"].take();
                 let shaped = boundary.shape_call_result(tool, result, 0);
                 serde_json::to_vec(&shaped).map_or(0, |b| b.len())
             };

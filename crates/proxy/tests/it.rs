@@ -40,6 +40,8 @@ mod relay_http_faults;
 mod relay_shaper;
 #[path = "serve_resume.rs"]
 mod serve_resume;
+#[path = "split_props.rs"]
+mod split_props;
 #[path = "store_redis.rs"]
 mod store_redis;
 #[path = "tools_list_validity.rs"]

@@ -42,6 +42,9 @@ impl Shaper for Mock {
         if tool == "slow" {
             std::thread::sleep(Duration::from_millis(300));
         }
+        if tool == "same" {
+            return result;
+        }
         if let Ok(mut seen) = self.seen.lock() {
             seen.push((tool.to_owned(), upstream_ms));
         }
@@ -207,6 +210,43 @@ async fn big_lines_are_forwarded_like_small_ones() {
     c.send(small_note).await;
     assert_eq!(c.recv().await, big_note);
     assert_eq!(c.recv().await, small_note);
+    c.finish().await;
+}
+
+/// A pretty-printed JSON text of about `bytes` bytes: escapes every few bytes once in a line.
+fn pretty_text(bytes: usize) -> String {
+    let entry = "  {\n    \"name\": \"a \\\"b\\\" \\\\ c\",\n    \"children\": []\n  },\n";
+    format!("[\n{}  {{}}\n]", entry.repeat(bytes / entry.len()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn big_results_read_on_two_threads_are_the_results_read_in_one() {
+    let mut c = Client::start();
+    let text = pretty_text(3_000_000);
+    // Read on two threads: the TypeScript SDK's order (id last), a twin in structuredContent.
+    // In one pass: a long string under a `"result":` in `_meta` before the result.
+    let answers = [
+        json!({"result": {"content": [{"type": "text", "text": text}]}, "jsonrpc": "2.0", "id": "a"}),
+        json!({"jsonrpc": "2.0", "id": "b", "result": {"content": [{"type": "text", "text": text}], "structuredContent": {"content": text}}}),
+        json!({"jsonrpc": "2.0", "id": "c", "_meta": {"result": text}, "result": {"content": [{"type": "text", "text": "small"}]}}),
+    ];
+    for answer in answers {
+        let id = answer["id"].to_string();
+        c.request(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"same"}}}}"#
+        ))
+        .await;
+        c.send(&answer.to_string()).await;
+        let got: Value = serde_json::from_str(&c.recv().await).unwrap_or_default();
+        assert!(got == answer, "the answer to {id} came back as it went");
+    }
+    // An error whose data holds a long `result` (read on two threads, then found not to be the
+    // result): not shaped, forwarded byte for byte.
+    c.request(r#"{"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"name":"same"}}"#)
+        .await;
+    let error = json!({"jsonrpc": "2.0", "id": "d", "error": {"code": -1, "message": "m", "data": {"result": text}}}).to_string();
+    c.send(&error).await;
+    assert!(c.recv().await == error, "the error came back byte for byte");
     c.finish().await;
 }
 

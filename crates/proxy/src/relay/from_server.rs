@@ -22,7 +22,7 @@ use super::lines::{Frame, FrameSource};
 use super::route::{self, Entry, Parsed, Track};
 use super::scan::{Scan, Scanner};
 use super::writer::ClientOut;
-use super::{Shaper, Shared, log, reply, unparsed};
+use super::{Shaper, Shared, log, reply, split, unparsed};
 
 /// Results up to this many bytes (of JSON text) are shaped on the reader task itself: 16 KiB,
 /// a few thousand tokens, well under a millisecond of work.
@@ -151,12 +151,17 @@ fn decide_big(line: Vec<u8>, head: Scan, shared: &Shared) -> Step {
     let Some(start) = start else {
         return decide(line, shared);
     };
-    let (routed, early) = std::thread::scope(|s| {
-        let line = &line;
-        let early = s.spawn(move || parse_value_at(line, start));
-        let routed = route_line(line, shared);
-        (routed, early.join().ok().flatten())
-    });
+    let mut line = line;
+    let (routed, early) = match split::value_at(&mut line, start) {
+        // Read on both threads: the envelope is then read without the result's bytes.
+        Some((value, span)) => (route_around(&line, &span, shared), Some((value, span))),
+        None => std::thread::scope(|s| {
+            let line = &line;
+            let early = s.spawn(move || parse_value_at(line, start));
+            let routed = route_line(line, shared);
+            (routed, early.join().ok().flatten())
+        }),
+    };
     match routed.into_step(line) {
         Step::Shape(mut job) => {
             match early {
@@ -207,6 +212,58 @@ fn guess_result_start(line: &[u8]) -> Option<usize> {
     };
     let colon = skip_ws(key + b"\"result\"".len());
     (line.get(colon) == Some(&b':')).then(|| skip_ws(colon + 1))
+}
+
+/// [`route_line`] for `line` whose bytes at `result` are a JSON value already read (by
+/// [`split::value_at`]): the envelope is read with that value written `0`, when that is where
+/// its `result` is (a guess that hit another `"result":` reads the whole line). The envelope
+/// and the value each valid make the line valid.
+fn route_around(line: &[u8], result: &Range<usize>, shared: &Shared) -> Routed {
+    let mut masked = Vec::with_capacity(line.len() - result.len() + 1);
+    masked.extend_from_slice(&line[..result.start]);
+    masked.push(b'0');
+    masked.extend_from_slice(&line[result.end..]);
+    let placeholder = result.start..result.start + 1;
+    let at_placeholder = match route::parse_lenient(&masked, &mut None) {
+        (Parsed::Message(envelope), text) => {
+            envelope.method.is_none()
+                && envelope.error.is_none()
+                && envelope.id.is_some()
+                && envelope.result.and_then(|r| route::span_in(text, r))
+                    == Some(placeholder.clone())
+        }
+        _ => false,
+    };
+    if !at_placeholder {
+        return route_line(line, shared);
+    }
+    match route_line(&masked, shared) {
+        Routed::Shape {
+            shaper,
+            entry,
+            span,
+            upstream_ms,
+        } => Routed::Shape {
+            shaper,
+            entry,
+            // The same parse of the same envelope: `span` is the placeholder (were it not,
+            // its ends are moved back to where they are in `line`).
+            span: if span == placeholder {
+                result.clone()
+            } else {
+                let back = |p: usize| {
+                    if p >= placeholder.end {
+                        p + result.len() - 1
+                    } else {
+                        p
+                    }
+                };
+                back(span.start)..back(span.end)
+            },
+            upstream_ms,
+        },
+        routed => routed,
+    }
 }
 
 /// The JSON value that starts at `start` in `line`, and its byte range.

@@ -72,6 +72,7 @@ mod rewrite;
 mod route;
 mod scan;
 mod shaper;
+pub mod split;
 mod stdio;
 mod threads;
 mod unparsed;
