@@ -213,11 +213,14 @@ async fn read_server<R: tokio::io::AsyncRead + Unpin>(
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        if text.iter().all(u8::is_ascii_whitespace) {
+        let end = line.len() - usize::from(line.last() == Some(&b'\n'));
+        if line[..end].iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_slice::<Value>(text) {
+        // A long result is read on two threads (`split`: the same value as one pass).
+        let parsed = crate::relay::split::from_slice(&mut line[..end]);
+        let text = &line[..end];
+        match parsed {
             Ok(Value::Object(message)) => {
                 from_server(&hub, index, generation, Value::Object(message), text).await;
             }

@@ -73,6 +73,22 @@ pub fn value_at(bytes: &mut [u8], start: usize) -> Option<(Value, Range<usize>)>
     value_at_with(bytes, start, Limits::default())
 }
 
+/// `serde_json::from_slice::<Value>(bytes)`, read as [`value_at`] reads where it applies (the
+/// value alone on the line, whitespace around it): the same value, or one pass's own answer.
+///
+/// # Errors
+/// Exactly when `serde_json::from_slice` fails, with its error.
+pub fn from_slice(bytes: &mut [u8]) -> serde_json::Result<Value> {
+    if let Some((value, span)) = value_at(bytes, 0)
+        && bytes[span.end..]
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        return Ok(value);
+    }
+    serde_json::from_slice(bytes)
+}
+
 /// [`value_at`] with the given limits (tests use small ones).
 pub fn value_at_with(
     bytes: &mut [u8],
@@ -394,6 +410,21 @@ mod tests {
         assert!(read(&format!("[\"{good}\\x{good}\"]"), 0).is_none());
         assert!(read(&format!("{{\"{good}\": 1}}"), 0).is_none());
         assert!(read(&format!("{{\"a\": \"{good}\", \"a\": 2}}"), 0).is_none());
+    }
+
+    #[test]
+    fn a_whole_line_reads_as_serde_json_reads_it() {
+        let text = "a \"quoted\" line\n".repeat(100_000);
+        let line = serde_json::to_vec(&serde_json::json!({"id": 1, "result": {"text": text}}))
+            .unwrap_or_default();
+        let whole: Value = serde_json::from_slice(&line).unwrap_or_default();
+        for padded in [line.clone(), [b" \n".as_slice(), &line, b"\r\n "].concat()] {
+            let mut work = padded.clone();
+            assert!(from_slice(&mut work).ok() == Some(whole.clone()));
+            assert_eq!(work, padded);
+        }
+        let mut trailing = [line.as_slice(), b" x"].concat();
+        assert!(from_slice(&mut trailing).is_err());
     }
 
     #[test]
