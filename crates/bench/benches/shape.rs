@@ -8,7 +8,8 @@
 //! Inputs (deterministic, from `mcp_budget_bench`), each the JSON-RPC response line a server
 //! writes (`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":…}]}}`):
 //! `dirtree-12MB` (pretty JSON text, as server-filesystem's `directory_tree`), `gitdiff-840KB`,
-//! `gitlog-2MB` and `gitlog-45KB` (text; the last just over the budget). Budget 10,000 tokens (cl100k_base), the proxy's defaults.
+//! `gitlog-2MB`, `rows-1MB` (compact JSON rows with 17-digit floats, a SQL result) and
+//! `gitlog-45KB` (text; the last just over the budget). Budget 10,000 tokens (cl100k_base), the proxy's defaults.
 //!
 //! Per input, timed in back-to-back pairs (`SHAPE_PAIRS`, default 11), alternating which goes
 //! first: `baseline` = `serde_json::from_slice::<Value>` of the line; `shape` = reading the
@@ -127,6 +128,8 @@ fn main() {
             mcp_budget_bench::git_log(840_000),
         ),
         ("gitlog-2MB", "git_log", mcp_budget_bench::git_log(2 * MB)),
+        // Compact JSON rows with 17-digit floats (a SQL result; serve_latency's `big`).
+        ("rows-1MB", "query", mcp_budget_bench::float_rows(MB)),
         // Just over the budget (~12,000 tokens): issue 14's `git_log` case.
         ("gitlog-45KB", "git_log", mcp_budget_bench::git_log(45_000)),
     ];
