@@ -240,8 +240,7 @@ async fn big_results_read_on_two_threads_are_the_results_read_in_one() {
         let got: Value = serde_json::from_str(&c.recv().await).unwrap_or_default();
         assert!(got == answer, "the answer to {id} came back as it went");
     }
-    // An error whose data holds a long `result` (read on two threads, then found not to be the
-    // result): not shaped, forwarded byte for byte.
+    // An error whose data holds a long `result`: not shaped, forwarded byte for byte.
     c.request(r#"{"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"name":"same"}}"#)
         .await;
     let error = json!({"jsonrpc": "2.0", "id": "d", "error": {"code": -1, "message": "m", "data": {"result": text}}}).to_string();

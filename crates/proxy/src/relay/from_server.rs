@@ -4,7 +4,7 @@
 //! Shaping runs on tokio's blocking pool, one job per result, so a 12 MB result does not hold
 //! up the lines behind it: notifications and other answers keep flowing (in the server's
 //! order among themselves) while the big one is shaped; a response over 1 MiB is even parsed
-//! there, its result parsed on a second thread while the envelope is (see [`decide_big`]).
+//! there, its result read on two threads (see [`decide_big`]).
 //! Small results (up to 16 KiB) are shaped in place, which is faster than the trip; small
 //! plain text that shaping would give back unchanged ([`Shaper::passes_unchanged`]) is not
 //! even parsed: the server's line goes out byte for byte. A shaped result is spliced back into
@@ -127,17 +127,20 @@ pub(crate) async fn run<F: FrameSource>(mut lines: F, shared: Arc<Shared>, out: 
     }
 }
 
-/// [`decide`] for a long line that looks like a response, with its result parsed at the same
-/// time on a second thread when its request is one whose answer is shaped (or, when the
-/// line's id is neither in its head nor at its end, when any waiting answer is shaped): the
-/// envelope parse (which validates the whole line) and the result's parse each read all of
-/// its bytes.
+/// [`decide`] for a long line that looks like a response, its result read on two threads when
+/// its request is one whose answer is shaped (or, when the line's id is neither in its head
+/// nor at its end, when any waiting answer is shaped), and the scan of the head found where
+/// the top-level `result` starts ([`Scan::result_at`]):
+/// - by [`split::value_at`] where a long string runs through its middle; the envelope is then
+///   read without the result's bytes ([`route_around`]);
+/// - else by `serde_json` on a second thread while the envelope parse (which validates the
+///   whole line) reads all of its bytes on this one.
 ///
-/// The second thread parses from where the first `"result":` of the line's head points; its
-/// value is used only when its span is exactly the span the envelope parse found, so a wrong
-/// guess (a `"result":` inside a string) costs time, never correctness.
+/// The value read is used only when its span is exactly the result's span the envelope parse
+/// found (a repeated `result` key: `serde_json` keeps the last), so it costs time at worst,
+/// never correctness.
 fn decide_big(line: Vec<u8>, head: Scan, shared: &Shared) -> Step {
-    let start = guess_result_start(&line).filter(|_| {
+    let start = head.result_at.filter(|_| {
         shared.shaper.is_some() && {
             // The id may come after the result (as the TypeScript SDK writes a response):
             // then it is read off the line's end, or, failing that, the result is parsed
@@ -152,9 +155,13 @@ fn decide_big(line: Vec<u8>, head: Scan, shared: &Shared) -> Step {
         return decide(line, shared);
     };
     let mut line = line;
+    let reading = Instant::now();
     let (routed, early) = match split::value_at(&mut line, start) {
         // Read on both threads: the envelope is then read without the result's bytes.
-        Some((value, span)) => (route_around(&line, &span, shared), Some((value, span))),
+        Some((value, span)) => (
+            route_around(&line, &span, reading.elapsed(), shared),
+            Some((value, span)),
+        ),
         None => std::thread::scope(|s| {
             let line = &line;
             let early = s.spawn(move || parse_value_at(line, start));
@@ -196,29 +203,17 @@ fn tail_id(line: &[u8]) -> Option<Vec<u8>> {
     (scalar && rest == b"}").then(|| id.get().as_bytes().to_vec())
 }
 
-/// Where the value of the first `"result":` in the head of `line` starts: a guess (the bytes
-/// may sit inside a string), to be checked against the envelope.
-fn guess_result_start(line: &[u8]) -> Option<usize> {
-    let head = &line[..line.len().min(HEAD_BYTES)];
-    let key = memchr::memmem::find(head, b"\"result\"")?;
-    let skip_ws = |mut i: usize| {
-        while line
-            .get(i)
-            .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
-        {
-            i += 1;
-        }
-        i
-    };
-    let colon = skip_ws(key + b"\"result\"".len());
-    (line.get(colon) == Some(&b':')).then(|| skip_ws(colon + 1))
-}
-
 /// [`route_line`] for `line` whose bytes at `result` are a JSON value already read (by
-/// [`split::value_at`]): the envelope is read with that value written `0`, when that is where
-/// its `result` is (a guess that hit another `"result":` reads the whole line). The envelope
-/// and the value each valid make the line valid.
-fn route_around(line: &[u8], result: &Range<usize>, shared: &Shared) -> Routed {
+/// [`split::value_at`], which took `read_for`): the envelope is read with that value written
+/// `0`, when that is where its `result` is (else the whole line is). The envelope and the
+/// value each valid make the line valid. The upstream's time does not count `read_for`; the
+/// previews of the line in the warnings of [`route_line`] show the result as `0`.
+fn route_around(
+    line: &[u8],
+    result: &Range<usize>,
+    read_for: std::time::Duration,
+    shared: &Shared,
+) -> Routed {
     let mut masked = Vec::with_capacity(line.len() - result.len() + 1);
     masked.extend_from_slice(&line[..result.start]);
     masked.push(b'0');
@@ -246,8 +241,8 @@ fn route_around(line: &[u8], result: &Range<usize>, shared: &Shared) -> Routed {
         } => Routed::Shape {
             shaper,
             entry,
-            // The same parse of the same envelope: `span` is the placeholder (were it not,
-            // its ends are moved back to where they are in `line`).
+            // The same parse of the same envelope as the check above: `span` is the
+            // placeholder (were it not, its ends are moved back to where they are in `line`).
             span: if span == placeholder {
                 result.clone()
             } else {
@@ -260,7 +255,8 @@ fn route_around(line: &[u8], result: &Range<usize>, shared: &Shared) -> Routed {
                 };
                 back(span.start)..back(span.end)
             },
-            upstream_ms,
+            upstream_ms: upstream_ms
+                .saturating_sub(u64::try_from(read_for.as_millis()).unwrap_or(u64::MAX)),
         },
         routed => routed,
     }
@@ -696,9 +692,9 @@ mod tests {
     }
 
     #[test]
-    fn the_guessed_result_parses_to_the_envelope_span() {
+    fn the_scanned_result_start_parses_to_the_envelope_span() {
         let line = br#"{"jsonrpc":"2.0","id":7,"result" :  {"content":[{"type":"text","text":"a,b"}]},"x":1}"#;
-        let start = guess_result_start(line).unwrap_or(0);
+        let start = Scanner::scan(line).result_at.unwrap_or(0);
         let (value, span) = parse_value_at(line, start).unwrap_or_default();
         let Parsed::Message(envelope) = route::parse(line) else {
             panic!("a message");
@@ -712,17 +708,16 @@ mod tests {
     }
 
     #[test]
-    fn a_nested_result_key_gives_a_span_that_does_not_match() {
-        // Inside a JSON string a quote is escaped, so only a key can read `"result":`.
+    fn a_nested_result_key_is_not_taken_for_the_result() {
         let line = br#"{"jsonrpc":"2.0","id":7,"_meta":{"result": 5},"result":{"content":[]}}"#;
-        let start = guess_result_start(line).unwrap_or(0);
-        let guessed = parse_value_at(line, start).map(|(_, span)| span);
+        let start = Scanner::scan(line).result_at.unwrap_or(0);
+        let scanned = parse_value_at(line, start).map(|(_, span)| span);
         let Parsed::Message(envelope) = route::parse(line) else {
             panic!("a message");
         };
         let real = envelope.result.and_then(|r| route::span_in(line, r));
         assert!(real.is_some());
-        assert_ne!(guessed, real, "the wrong guess must be told by its span");
+        assert_eq!(scanned, real);
     }
 
     /// After the relay answered the requests left (the server exited), a late answer of the

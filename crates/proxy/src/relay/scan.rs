@@ -19,6 +19,9 @@ pub(crate) struct Scan {
     pub(crate) has_method: bool,
     /// A top-level `result` or `error` member was seen (a response).
     pub(crate) has_outcome: bool,
+    /// Where the value of the first top-level `result` member starts (a byte offset in the
+    /// bytes fed), when its first byte was scanned.
+    pub(crate) result_at: Option<usize>,
 }
 
 /// Ids longer than this many bytes are not recovered (no sane peer sends them).
@@ -70,6 +73,8 @@ pub(crate) struct Scanner {
     captured: Vec<u8>,
     capture_too_long: bool,
     scan: Scan,
+    /// Bytes fed before the current one.
+    fed: usize,
 }
 
 impl Default for Scanner {
@@ -96,6 +101,7 @@ impl Scanner {
             captured: Vec::new(),
             capture_too_long: false,
             scan: Scan::default(),
+            fed: 0,
         }
     }
 
@@ -125,6 +131,7 @@ impl Scanner {
                 return;
             }
             self.step(b);
+            self.fed += 1;
         }
     }
 
@@ -203,6 +210,13 @@ impl Scanner {
             },
             State::ValueStart => {
                 if !is_ws(b) {
+                    if self.member == Member::Outcome
+                        && !self.key_too_long
+                        && self.key == b"result"
+                        && self.scan.result_at.is_none()
+                    {
+                        self.scan.result_at = Some(self.fed);
+                    }
                     self.captured.clear();
                     self.capture_too_long = false;
                     self.depth = 0;
@@ -366,6 +380,21 @@ mod tests {
         assert!(s.has_outcome);
         let s = Scanner::scan(br#"{"id":1,"result":{"broken""#);
         assert!(s.has_outcome && s.id.is_some());
+    }
+
+    #[test]
+    fn finds_where_the_top_level_result_starts() {
+        let at = |line: &str| Scanner::scan(line.as_bytes()).result_at;
+        let line = r#"{"jsonrpc":"2.0","id":1,"result" : {"content":[]}}"#;
+        assert_eq!(at(line), line.find(": {").map(|i| i + 2));
+        // Not inside another member, not an error, not an escaped key; the first of two.
+        assert_eq!(
+            at(r#"{"id":1,"_meta":{"result":1},"error":{"data":{"result":2}}}"#),
+            None
+        );
+        assert_eq!(at(r#"{"id":1,"r\u0065sult":3}"#), None);
+        assert_eq!(at("\u{feff}{\"result\":[1],\"result\":2}"), Some(13));
+        assert_eq!(at(r#"{"result":"#), None);
     }
 
     fn arb_id() -> impl Strategy<Value = serde_json::Value> {
