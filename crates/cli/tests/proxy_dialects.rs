@@ -201,11 +201,8 @@ fn a_python_listing_with_lone_surrogates_on_the_wire_is_paged_as_json() {
     let (_, answer) = recv_dialect(&proxy);
     assert_eq!(answer["id"], 11, "{answer}");
     assert_listing(&mut proxy, &answer["result"]);
-    assert!(
-        proxy.stderr_text().contains("lone surrogate"),
-        "{}",
-        proxy.stderr_text()
-    );
+    let stderr = proxy.wait_for_stderr("lone surrogate");
+    assert!(stderr.contains("lone surrogate"), "{stderr}");
 }
 
 /// Issue 8 §5: lines with `NaN`, `Infinity`, `-Infinity` (Python's `json.dumps` default) were

@@ -190,11 +190,8 @@ fn a_garbage_line_from_the_server_is_dropped_and_its_call_still_answered() {
     let msg = proxy.recv_json();
     assert_eq!(msg["id"], 7, "{msg}");
     assert_eq!(msg["result"]["content"][0]["text"], "ok");
-    assert!(
-        proxy.stderr_text().contains("fixture garbage"),
-        "{}",
-        proxy.stderr_text()
-    );
+    let stderr = proxy.wait_for_stderr("fixture garbage");
+    assert!(stderr.contains("fixture garbage"), "{stderr}");
 }
 
 #[test]

@@ -238,11 +238,8 @@ fn malformed_client_lines_are_answered_and_the_relay_goes_on() {
     proxy.send("42");
     proxy.send(r#"{"jsonrpc":"2.0","id":11,"result":{"broken""#);
     proxy.sync("after-garbage");
-    assert!(
-        proxy.stderr_text().contains("not JSON"),
-        "{}",
-        proxy.stderr_text()
-    );
+    let stderr = proxy.wait_for_stderr("not JSON");
+    assert!(stderr.contains("not JSON"), "{stderr}");
 }
 
 #[test]
@@ -259,11 +256,8 @@ fn an_over_long_client_line_is_answered_and_the_relay_goes_on() {
         "z".repeat(2000)
     ));
     proxy.sync("after-long");
-    assert!(
-        proxy.stderr_text().contains("--max-line-bytes"),
-        "{}",
-        proxy.stderr_text()
-    );
+    let stderr = proxy.wait_for_stderr("--max-line-bytes");
+    assert!(stderr.contains("--max-line-bytes"), "{stderr}");
 }
 
 #[test]
@@ -340,11 +334,8 @@ fn a_server_exit_fails_every_request_in_flight_and_sets_the_exit_code() {
     assert_eq!(ids, [json!(30), json!("31")]);
     let status = proxy.wait(STEP);
     assert_eq!(status.code(), Some(3));
-    assert!(
-        proxy.stderr_text().contains("exited with status 3"),
-        "{}",
-        proxy.stderr_text()
-    );
+    let stderr = proxy.wait_for_stderr("exited with status 3");
+    assert!(stderr.contains("exited with status 3"), "{stderr}");
 }
 
 #[test]
@@ -361,11 +352,8 @@ fn client_eof_closes_the_server_stdin_and_the_proxy_exits_with_its_status() {
         start.elapsed()
     );
     // The server's stderr passes through the proxy's.
-    assert!(
-        proxy.stderr_text().contains("upstream: eof"),
-        "{}",
-        proxy.stderr_text()
-    );
+    let stderr = proxy.wait_for_stderr("upstream: eof");
+    assert!(stderr.contains("upstream: eof"), "{stderr}");
 }
 
 #[test]
@@ -381,11 +369,8 @@ fn a_server_that_ignores_eof_is_killed_after_the_grace_time() {
         "took {:?}",
         start.elapsed()
     );
-    assert!(
-        proxy.stderr_text().contains("killing it"),
-        "{}",
-        proxy.stderr_text()
-    );
+    let stderr = proxy.wait_for_stderr("killing it");
+    assert!(stderr.contains("killing it"), "{stderr}");
 }
 
 #[test]
@@ -480,11 +465,8 @@ fn sigterm_closes_the_server_stdin_and_the_proxy_leaves_no_server_behind() {
     assert!(status.success());
     let status = proxy.wait(STEP);
     assert_eq!(status.code(), Some(0));
-    assert!(
-        proxy.stderr_text().contains("upstream: eof"),
-        "{}",
-        proxy.stderr_text()
-    );
+    let stderr = proxy.wait_for_stderr("upstream: eof");
+    assert!(stderr.contains("upstream: eof"), "{stderr}");
 }
 
 #[test]

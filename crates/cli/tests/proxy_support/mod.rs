@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -19,6 +20,8 @@ pub struct Proxy {
     stdin: Option<ChildStdin>,
     lines: Receiver<Vec<u8>>,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// Set when the copy of stderr reached the pipe's end.
+    stderr_done: Arc<AtomicBool>,
 }
 
 impl Proxy {
@@ -61,16 +64,19 @@ impl Proxy {
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let mut err_pipe = child.stderr.take().expect("stderr");
         let sink = Arc::clone(&stderr);
+        let stderr_done = Arc::new(AtomicBool::new(false));
+        let done = Arc::clone(&stderr_done);
         thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = err_pipe.read(&mut buf) {
                 if n == 0 {
-                    return;
+                    break;
                 }
                 sink.lock()
                     .expect("stderr buffer")
                     .extend_from_slice(&buf[..n]);
             }
+            done.store(true, Ordering::SeqCst);
         });
         let stdin = child.stdin.take();
         Proxy {
@@ -78,6 +84,7 @@ impl Proxy {
             stdin,
             lines,
             stderr,
+            stderr_done,
         }
     }
 
@@ -195,6 +202,12 @@ impl Proxy {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
+                // What it wrote last is still being copied (for up to 2 s: a server it
+                // started may hold the pipe open longer).
+                let copied = Instant::now() + Duration::from_secs(2);
+                while !self.stderr_done.load(Ordering::SeqCst) && Instant::now() < copied {
+                    thread::sleep(Duration::from_millis(10));
+                }
                 return status;
             }
             if start.elapsed() > limit {
@@ -236,6 +249,19 @@ impl Proxy {
 
     pub fn stderr_text(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().expect("stderr buffer")).into_owned()
+    }
+
+    /// What the proxy wrote on stderr, once it holds `needle` (or after 10 s): a thread of the
+    /// test copies the pipe, so a line the proxy wrote before its answer may come after it.
+    pub fn wait_for_stderr(&self, needle: &str) -> String {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = self.stderr_text();
+            if text.contains(needle) || Instant::now() > until {
+                return text;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
