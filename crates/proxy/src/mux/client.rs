@@ -92,11 +92,16 @@ async fn initialize(hub: Arc<Hub>, id: Value, params: Value) {
             .map(|(i, generation)| bring_up(Arc::clone(&hub), i, generation)),
     )
     .await;
-    // A server started meanwhile is initialized by its supervisor: wait for it too.
+    // A server started meanwhile (or not started yet: a client that initializes as soon as
+    // the proxy runs may come before the supervisors) is initialized by its supervisor: wait
+    // for it too.
     let deadline = tokio::time::Instant::now() + hub.init_timeout;
-    while (0..hub.names.len())
-        .any(|i| matches!(hub.link(i).phase, Phase::Fresh | Phase::Initializing))
-        && tokio::time::Instant::now() < deadline
+    while (0..hub.names.len()).any(|i| {
+        matches!(
+            hub.link(i).phase,
+            Phase::Starting | Phase::Fresh | Phase::Initializing
+        )
+    }) && tokio::time::Instant::now() < deadline
     {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
@@ -448,5 +453,55 @@ async fn send(hub: &Hub, server: usize, message: &Value) {
             "server {:?} is not reading its input (or has exited): a message to it was dropped",
             hub.names[server]
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Settings, ToolsList};
+    use crate::mux::MuxServer;
+    use crate::relay::Upstream;
+    use std::time::Duration;
+    use tokio::sync::mpsc;
+
+    /// An `initialize` that comes before the supervisors have started the servers waits for
+    /// them (it was answered at once with no server: a race seen in CI under load).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn initialize_waits_for_servers_not_started_yet() {
+        let server = |name: &str| MuxServer {
+            name: name.to_owned(),
+            upstream: Upstream::new("true", Vec::<String>::new()),
+            tools_list: ToolsList::default(),
+        };
+        let Ok(boundary) = crate::boundary::Boundary::new(Settings::default()) else {
+            panic!("a boundary");
+        };
+        let (out, mut lines) = mpsc::channel(8);
+        let hub = Arc::new(Hub::new(
+            vec![server("alpha"), server("beta")],
+            "__".to_owned(),
+            Arc::new(boundary),
+            out,
+            Duration::from_secs(10),
+        ));
+        assert!(matches!(hub.link(0).phase, Phase::Starting));
+        let asked = tokio::spawn(initialize(
+            Arc::clone(&hub),
+            json!(0),
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}}),
+        ));
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        for i in 0..2 {
+            hub.link(i).phase = Phase::Ready(json!({"capabilities": {"tools": {}},
+                "serverInfo": {"name": "fixture", "version": "1"}}));
+        }
+        let _ = asked.await;
+        let line = lines.recv().await.unwrap_or_default();
+        let answer: Value = serde_json::from_slice(&line).unwrap_or_default();
+        assert_eq!(
+            answer["result"]["serverInfo"]["title"], "mcp-budget: alpha, beta",
+            "{answer}"
+        );
     }
 }

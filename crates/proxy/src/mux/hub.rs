@@ -54,6 +54,9 @@ pub(crate) struct Asked {
 /// Where a server stands.
 #[derive(Debug, Clone)]
 pub(crate) enum Phase {
+    /// Its supervisor has not started it yet (the proxy itself is starting): an `initialize`
+    /// of the client waits for it as for a server being initialized.
+    Starting,
     /// Not running: `why`, and when it is tried again.
     Down { why: String },
     /// Running, not initialized yet (the client has not initialized either).
@@ -130,9 +133,7 @@ impl Hub {
                 Mutex::new(Link {
                     tx: None,
                     generation: 0,
-                    phase: Phase::Down {
-                        why: "not started yet".into(),
-                    },
+                    phase: Phase::Starting,
                     told_initialized: false,
                     was_ready: false,
                 })
@@ -198,6 +199,7 @@ impl Hub {
             (Phase::Ready(_) | Phase::Fresh, Some(tx)) => Ok(tx.clone()),
             (Phase::Down { why } | Phase::Failed { why }, _) => Err(why.clone()),
             (Phase::Initializing, _) => Err("still starting".into()),
+            (Phase::Starting, _) => Err("not started yet".into()),
             (_, None) => Err("not connected".into()),
         }
     }
