@@ -241,11 +241,9 @@ fn route_around(
         } => Routed::Shape {
             shaper,
             entry,
-            // The same parse of the same envelope as the check above: `span` is the
-            // placeholder (were it not, its ends are moved back to where they are in `line`).
-            span: if span == placeholder {
-                result.clone()
-            } else {
+            // Its ends moved back to where they are in `line`: the placeholder (what the same
+            // parse as the check above finds) becomes `result`.
+            span: {
                 let back = |p: usize| {
                     if p >= placeholder.end {
                         p + result.len() - 1
