@@ -26,6 +26,7 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fmt;
 use std::ops::Range;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, Visitor};
@@ -98,8 +99,9 @@ impl<'t> Halves<'t> {
         }
         .deserialize(&mut de);
         match read {
-            Err(e) if e.classify() == Category::Eof => {}
-            // The whole value ended before the cut's comma: not one JSON value.
+            Err(e) if ends_after_separator(&e) => {}
+            // The whole value ended before the cut's comma (not one JSON value), or the text
+            // ran out inside a token (the cut's comma was not a separator).
             _ => return None,
         }
         let Open {
@@ -134,6 +136,31 @@ impl<'t> Halves<'t> {
         };
         agree(&first, &second).unwrap_or_else(|| super::rest_agrees(self.text, last))
     }
+}
+
+/// Whether `e` is the error `serde_json` gives a text that ends right after a separating
+/// comma, where a value is due (`[0,` or `{"a": 0,`) — and not one for a text that runs out
+/// elsewhere. A `\u` escape reads its four hex digits only when four bytes are left, and
+/// reports running out of text when they are not: a cut right after `"\u",` or
+/// `"\u<line break>,` (neither is JSON) ends with an error of [`Category::Eof`] too, in a
+/// string, not after a separator. The message to match is `serde_json`'s own, taken from a
+/// text known to end so (its wording is not relied on), position left out.
+fn ends_after_separator(e: &serde_json::Error) -> bool {
+    static AFTER_SEPARATOR: OnceLock<Option<String>> = OnceLock::new();
+    fn what(e: &serde_json::Error) -> String {
+        let text = e.to_string();
+        match text.rfind(" at line ") {
+            Some(at) => text[..at].to_string(),
+            None => text,
+        }
+    }
+    let expected = AFTER_SEPARATOR.get_or_init(|| {
+        // Read as the passes read containers (`deserialize_any`), not skipped.
+        serde_json::from_str::<serde_json::Value>("[0,")
+            .err()
+            .map(|e| what(&e))
+    });
+    e.classify() == Category::Eof && expected.as_deref() == Some(what(e).as_str())
 }
 
 /// What the first half's read found: the containers open at its end.
@@ -388,6 +415,74 @@ mod tests {
             let h = head(text, 1).unwrap();
             assert_eq!(rest_agrees(text, &h.last), whole, "{text}");
             assert!(same_everywhere(text, &h.last) > 0, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_unicode_escape_the_cut_leaves_short_is_not_the_first_halfs_end() {
+        // The property test's input (session 12's CI dry run): a quote inserted into
+        // pretty-printed JSON after `\\`, so a string holds `\u",` — not JSON. `serde_json`
+        // reading the first half (cut right after that comma) ran out of text in the `\u`
+        // escape's four hex digits, which passed as the end a separator leaves.
+        let text = "{\n  \"a\": \"\",\n  \"b\": {\n    \"]\\\",\": null\n  },\n  \"]\": null,\n  \
+                    \"a],]\": {\n    \",\\\"\": 1000000000000000000,\n    \",]a,\": \
+                    -1000000000000000000,\n    \"]\": \"\\\" : a\\\"\\u\",\n    \"\\\",,\": \
+                    \"a\\\" \"\n  }\n}";
+        let h = head(text, 0).unwrap();
+        assert!(!rest_agrees(text, &h.last));
+        let cut = (0..text.len())
+            .filter_map(|near| Halves::new(text, near))
+            .find(|h| h.at() == 157)
+            .unwrap();
+        assert!(cut.first(&h.last).is_none());
+        assert!(same_everywhere(text, &h.last) > 0);
+        // The kind: `\u` with fewer than four bytes before the cut's end, the string closed
+        // (or not) before the comma, with a line break in it, or the escape a surrogate's
+        // second half; and the same strings where they are JSON.
+        for (s, json) in [
+            ("\\u", false),
+            ("\\u1", false),
+            ("\\u12", false),
+            ("\\u123", false),
+            ("\\u1234", true),
+            ("\\ud83d\\u", false),
+            ("\\ud83d\\ude80", true),
+            ("\\\\u", true),
+            ("\\\\\\u", false),
+        ] {
+            for text in [
+                format!("[\n[1,\n2],\n\"{s}\",\n4]"),
+                format!("{{\n\"a\": [1,\n2],\n\"b\": \"{s}\",\n\"c\": 4\n}}"),
+                format!("[\n[1,\n2],\n\"{s}\n\",\n4]"),
+                format!("[\n[1,\n2],\n\"x{s}\n,\n4]"),
+            ] {
+                let h = head(&text, 1).unwrap();
+                let whole = rest_agrees(&text, &h.last);
+                assert!(whole == json || !whole, "{text}");
+                assert!(same_everywhere(&text, &h.last) > 0, "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_text_that_ends_after_a_separator_ends_so() {
+        let end = |text: &str| {
+            let e = serde_json::from_str::<serde_json::Value>(text).unwrap_err();
+            ends_after_separator(&e)
+        };
+        assert!(end("[0,"));
+        assert!(end("{\"a\": 0,"));
+        assert!(end("[[0],\n  "));
+        // (`{"a":` ends where a value is due too; a first half ends with a comma.)
+        for text in [
+            "[0",
+            "{\"a\": 0",
+            "[\"\\u\",",
+            "[\"\\u12\",",
+            "[\"abc",
+            "[0,x",
+        ] {
+            assert!(!end(text), "{text}");
         }
     }
 
