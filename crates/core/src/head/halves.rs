@@ -6,9 +6,10 @@
 //! that skips strings finds the next comma outside strings, a separator; [`Halves::new`] cuts
 //! right after it. The whole text is then one JSON value exactly when
 //! - the first half is its beginning: `serde_json` reads it to its end with no error but running
-//!   out of text ([`Halves::first`]), which leaves a stack of open containers. Had the line
-//!   break been inside a string (the text is not JSON then), that read stops at it with an
-//!   error, so such a cut never passes;
+//!   out of text right after the cut's comma, where a value is due ([`Halves::first`]; not
+//!   out of text elsewhere, as in a `\u` escape the cut left short), which leaves a stack of
+//!   open containers. Had the line break been inside a string (the text is not JSON then),
+//!   that read stops at it with an error, so such a cut never passes;
 //! - the second half goes on from that stack: members (each read by `serde_json` alone), then a
 //!   closing bracket per open container, innermost first, and nothing but whitespace after the
 //!   root's ([`Halves::second`]); [`agree`] compares the two stacks.
