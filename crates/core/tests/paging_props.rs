@@ -3,7 +3,8 @@
 //! `PROPTEST_CASES` environment variable (CI runs 10,000).
 
 use mcp_budget_core::paginate::{
-    Document, Page, PageInfo, Pager, ShownStep, meta, parse_shown, reassemble, reassemble_from_wire,
+    Document, Page, PageInfo, Pager, Position, ShownStep, count_till_limit_noted, meta,
+    parse_shown, reassemble, reassemble_from_wire,
 };
 use mcp_budget_core::tokens::Encoding;
 use proptest::prelude::*;
@@ -217,6 +218,62 @@ fn text_doc() -> impl Strategy<Value = Document> {
 /// there; a quarter of the time up to 2,000 (a document that fits, or just does not).
 fn budget() -> impl Strategy<Value = usize> {
     prop_oneof![3 => 256..400usize, 1 => 256..2000usize]
+}
+
+/// Longer texts of many lines (a few to ~30 KB): several of the 2 KB segments text pages
+/// count by, and line starts of every kind (blank lines, CRLF, indented lines).
+fn long_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            6 => string_value(12).prop_map(|s| s + "\n"),
+            1 => Just("\n".to_owned()),
+            1 => string_value(6).prop_map(|s| s + "\r\n"),
+            1 => string_value(6).prop_map(|s| format!("    {s}\n")),
+        ],
+        20..600,
+    )
+    .prop_map(|v| v.concat())
+}
+
+/// Page 1 of `text` on a thread of its own (no count noted there).
+fn page_one_elsewhere(text: &str, enc: &Encoding, budget: usize) -> Option<Page> {
+    let (text, enc) = (text.to_owned(), enc.clone());
+    std::thread::spawn(move || {
+        Pager::new(enc, budget, PRECISION)
+            .page(&Document::Text(text), &Position::start(), &mut |i| {
+                render_meta(0, i)
+            })
+            .ok()
+    })
+    .join()
+    .ok()
+    .flatten()
+}
+
+proptest! {
+    /// A text document's count up to the budget made as page 1 counts
+    /// (`count_till_limit_noted`) is the plain count, and page 1 after it (which starts from
+    /// the segment totals it noted) is page 1 made without it.
+    #[test]
+    fn a_text_counted_first_pages_as_one_that_was_not(
+        text in long_text(),
+        budget in 256..4000usize,
+        o200k in any::<bool>(),
+    ) {
+        let enc = if o200k { Encoding::O200kBase } else { Encoding::Cl100kBase };
+        let noted = count_till_limit_noted(&enc, &text, budget);
+        prop_assert_eq!(noted, enc.count_till_limit_sampled(&text, budget));
+        let pager = Pager::new(enc.clone(), budget, PRECISION);
+        let here = pager
+            .page(&Document::Text(text.clone()), &Position::start(), &mut |i| render_meta(0, i))
+            .ok();
+        let there = page_one_elsewhere(&text, &enc, budget);
+        let key = |p: &Option<Page>| {
+            p.as_ref().map(|p| (p.body.clone(), p.meta.clone(), p.tokens, p.next.clone()))
+        };
+        prop_assert!(here.is_some());
+        prop_assert_eq!(key(&here), key(&there));
+    }
 }
 
 // ---------------------------------------------------------------- JSON properties

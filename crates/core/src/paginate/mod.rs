@@ -138,6 +138,7 @@ mod text;
 mod window;
 
 pub use path::{PathStep, ShownStep, parse_shown};
+pub use prefix::count_till_limit_noted;
 pub use reassemble::{
     LocationPart, reassemble, reassemble_documents_from_wire, reassemble_from_wire, split_location,
 };

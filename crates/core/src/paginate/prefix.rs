@@ -10,6 +10,13 @@
 //! [`Prefix`] counts the text segment by segment (segments of about [`SEGMENT_BYTES`]), keeps
 //! the running totals, and counts a trial as the total at the last point before its end plus
 //! the few bytes after it. The numbers are the same as one count of the whole prefix.
+//!
+//! A text over the budget is counted twice on its way out: once to learn that it is over
+//! ([`count_till_limit_noted`], up to the budget), then by page 1's [`Prefix`] from its start.
+//! The first count is made by segments too and, for a text over its limit, notes its segment
+//! totals for the thread; a [`Prefix`] from the start of the same text on the same thread
+//! starts from them instead of counting the same bytes again (the same numbers: the segments'
+//! bytes are compared, and each point is checked to be additive in the new text).
 
 use std::cell::{Cell, RefCell};
 
@@ -17,6 +24,105 @@ use crate::tokens::Encoding;
 
 /// Segments end at the first additive point at least this many bytes after the previous one.
 pub(crate) const SEGMENT_BYTES: usize = 2048;
+
+/// The most bytes a note of [`count_till_limit_noted`] keeps (the start of the text its
+/// segments cover): 4 MiB. A text whose segments within the limit cover more is not noted.
+const NOTE_MAX_BYTES: usize = 4 << 20;
+
+/// How far [`count_till_limit_noted`] looks for segment ends, in bytes per token of the limit:
+/// past `limit × 16` bytes the rest is counted without segments (as `paginate::text` takes
+/// a text of more bytes per token than that to be over any limit it could meet).
+const NOTE_BYTES_PER_TOKEN: usize = 16;
+
+/// The segment totals of the last text over its limit that [`count_till_limit_noted`]
+/// counted on this thread.
+struct Note {
+    /// [`Encoding::name`] of the encoding that counted (only the built-in OpenAI encodings,
+    /// whose names are fixed, note).
+    encoding: &'static str,
+    /// The text's bytes up to its last point (all the counts depend on).
+    start: String,
+    /// The points, increasing, each with the tokens of the text before it.
+    cuts: Vec<(usize, usize)>,
+}
+
+thread_local! {
+    static NOTE: RefCell<Option<Note>> = const { RefCell::new(None) };
+}
+
+/// The name of `enc` when it is one whose counts may be noted.
+fn noted_name(enc: &Encoding) -> Option<&'static str> {
+    match enc {
+        Encoding::Cl100kBase => Some("cl100k_base"),
+        Encoding::O200kBase => Some("o200k_base"),
+        _ => None,
+    }
+}
+
+/// [`Encoding::count_till_limit_sampled`] of `text` (the same `Ok` count, or the same
+/// `Err((tokens, bytes))` sample when it is over `limit`), counted by segments between
+/// additive points, as [`Prefix`] counts. For a text over `limit` counted by the built-in
+/// OpenAI encodings, the segment totals within the limit are noted for this thread (one note
+/// per thread, the last): a [`Prefix`] from the start of the same text (page 1 of it) then
+/// starts from them. Used where the count decides whether a text document needs paging.
+///
+/// # Errors
+/// `Err` exactly when the count of `text` is over `limit` (tokens), as
+/// [`Encoding::count_till_limit_sampled`].
+pub fn count_till_limit_noted(
+    enc: &Encoding,
+    text: &str,
+    limit: usize,
+) -> Result<usize, (usize, usize)> {
+    let Some(encoding) = noted_name(enc) else {
+        return enc.count_till_limit_sampled(text, limit);
+    };
+    let prefix = Prefix::new(text, enc, 0);
+    let reach = text.len().min(
+        limit
+            .saturating_mul(NOTE_BYTES_PER_TOKEN)
+            .max(SEGMENT_BYTES),
+    );
+    prefix.cut_before(reach, limit);
+    let cuts = prefix.cuts.into_inner();
+    // The rest from the last point within the limit (a segment that passed it is counted
+    // again, up to the piece that passes it: the sample is the one a count of the whole
+    // text gives).
+    let keep = cuts.partition_point(|&(_, t)| t <= limit);
+    let (at, before) = keep.checked_sub(1).map_or((0, 0), |k| cuts[k]);
+    let counted = enc
+        .count_till_limit_sampled(&text[at..], limit - before)
+        .map(|n| before + n)
+        .map_err(|(tokens, bytes)| (before + tokens, at + bytes));
+    if counted.is_err() && at > 0 && at <= NOTE_MAX_BYTES {
+        let mut cuts = cuts;
+        cuts.truncate(keep);
+        NOTE.set(Some(Note {
+            encoding,
+            start: text[..at].to_owned(),
+            cuts,
+        }));
+    }
+    counted
+}
+
+/// The noted segment totals of `text` (see [`count_till_limit_noted`]), when this thread's
+/// note is of the start of `text` in `enc`; else none.
+fn noted_cuts(text: &str, enc: &Encoding) -> Vec<(usize, usize)> {
+    let Some(encoding) = noted_name(enc) else {
+        return Vec::new();
+    };
+    NOTE.with_borrow(|note| match note {
+        Some(n)
+            if n.encoding == encoding
+                && text.as_bytes().starts_with(n.start.as_bytes())
+                && n.cuts.iter().all(|&(p, _)| enc.additive_at(text, p)) =>
+        {
+            n.cuts.clone()
+        }
+        _ => Vec::new(),
+    })
+}
 
 /// Counts of `text[start..end]` for any `end` (tokens).
 pub(crate) struct Prefix<'a> {
@@ -31,14 +137,21 @@ pub(crate) struct Prefix<'a> {
 }
 
 impl<'a> Prefix<'a> {
-    /// Counts from `start` (a char boundary of `text`).
+    /// Counts from `start` (a char boundary of `text`); from the start, with this thread's
+    /// note of the same text's segments when there is one ([`count_till_limit_noted`]).
     pub(crate) fn new(text: &'a str, enc: &'a Encoding, start: usize) -> Self {
+        let cuts = if start == 0 {
+            noted_cuts(text, enc)
+        } else {
+            Vec::new()
+        };
+        let scanned = cuts.last().map_or(start, |&(p, _)| p);
         Prefix {
             text,
             enc,
             start,
-            cuts: RefCell::new(Vec::new()),
-            scanned: Cell::new(start),
+            cuts: RefCell::new(cuts),
+            scanned: Cell::new(scanned),
         }
     }
 
@@ -320,6 +433,74 @@ mod tests {
         assert_eq!(t.count(&text), enc.count(&text));
         assert_eq!(t.count_upto(&text, 3), None);
         assert!(t.last.borrow().1.is_empty());
+    }
+
+    #[test]
+    fn a_noted_count_is_the_sampled_count_and_page_one_starts_from_it() {
+        for enc in [Encoding::Cl100kBase, Encoding::O200kBase] {
+            let text = log(400);
+            let whole = enc.count(&text);
+            for limit in [0, 1, 700, 3000, whole - 1, whole, whole + 5] {
+                NOTE.set(None);
+                let noted = count_till_limit_noted(&enc, &text, limit);
+                assert_eq!(noted, enc.count_till_limit_sampled(&text, limit), "{limit}");
+                let p = Prefix::new(&text, &enc, 0);
+                // Noted only over the limit, and only with a point within it.
+                let seeded = p.cuts.borrow().len();
+                assert!(noted.is_err() || seeded == 0, "{limit}");
+                assert!(seeded > 0 || noted.is_ok() || limit < 3000, "{limit}");
+                for end in [text.len(), 1, 2047, 2048, 9000, 13_333, text.len() - 1] {
+                    assert_eq!(p.tokens(end), enc.count(&text[..end]), "{limit} {end}");
+                }
+                assert!(
+                    p.cuts
+                        .borrow()
+                        .iter()
+                        .all(|&(c, t)| t == enc.count(&text[..c]))
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_note_serves_only_the_text_it_was_taken_of() {
+        let enc = Encoding::Cl100kBase;
+        let text = log(400);
+        assert!(count_till_limit_noted(&enc, &text, 3000).is_err());
+        let start = NOTE
+            .with_borrow(|n| n.as_ref().map(|n| n.start.len()))
+            .unwrap();
+        let last = NOTE.with_borrow(|n| n.as_ref().and_then(|n| n.cuts.last().copied()));
+        assert_eq!(last.map(|(p, _)| p), Some(start));
+        // The same start and more: served (from the start only).
+        let longer = format!("{text}more\n");
+        assert!(!Prefix::new(&longer, &enc, 0).cuts.borrow().is_empty());
+        assert!(Prefix::new(&longer, &enc, 5).cuts.borrow().is_empty());
+        // A byte changed before the last point, another encoding, a text that ends at the
+        // last point, and one whose last point is no longer additive (a blank line there).
+        let mut changed = text.clone().into_bytes();
+        changed[start / 2] = b'#';
+        let changed = String::from_utf8(changed).unwrap();
+        let blank = format!("{}\n{}", &text[..start], &text[start..]);
+        for (other, enc) in [
+            (&changed, Encoding::Cl100kBase),
+            (&text, Encoding::O200kBase),
+            (&text[..start].to_owned(), Encoding::Cl100kBase),
+            (&blank, Encoding::Cl100kBase),
+        ] {
+            let p = Prefix::new(other, &enc, 0);
+            assert!(p.cuts.borrow().is_empty(), "{}", other.len());
+            assert_eq!(p.tokens(other.len()), enc.count(other));
+        }
+        // Encodings without points, and texts within the limit, note nothing.
+        NOTE.set(None);
+        for (enc, limit) in [(Encoding::Chars4, 10), (Encoding::Cl100kBase, usize::MAX)] {
+            assert_eq!(
+                count_till_limit_noted(&enc, &text, limit),
+                enc.count_till_limit_sampled(&text, limit)
+            );
+            assert!(NOTE.with_borrow(Option::is_none));
+        }
     }
 
     #[test]

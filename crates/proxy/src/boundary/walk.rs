@@ -420,6 +420,9 @@ pub(crate) fn doc_form(
 /// `budget + 1` ("over the budget"; [`Encoding::count_till_limit_sampled`] stops there, so a
 /// 12 MB document costs the tokenizing of about the budget's worth of text, not of all of it),
 /// with, for a doc over the budget, how far that count got ([`Sample`], for the estimate).
+/// A text document is counted as page 1 of it counts
+/// ([`mcp_budget_core::paginate::count_till_limit_noted`]): page 1, on the same thread,
+/// starts from that count instead of tokenizing the same bytes again.
 pub(crate) fn doc_form_till(
     doc: &Document,
     precision: u32,
@@ -427,14 +430,19 @@ pub(crate) fn doc_form_till(
     tables: bool,
     budget: usize,
 ) -> (String, usize, Sample) {
-    let text = if tables
+    let (text, paged_as_text) = if tables
         && let Some((_, text)) = TablePager::new(encoding.clone(), 0, precision).render(doc)
     {
-        text
+        (text, false)
     } else {
-        doc.render(precision)
+        (doc.render(precision), matches!(doc, Document::Text(_)))
     };
-    match encoding.count_till_limit_sampled(&text, budget) {
+    let counted = if paged_as_text {
+        mcp_budget_core::paginate::count_till_limit_noted(encoding, &text, budget)
+    } else {
+        encoding.count_till_limit_sampled(&text, budget)
+    };
+    match counted {
         Ok(t) => (text, t, None),
         Err(sample) => (text, budget + 1, Some(sample)),
     }
