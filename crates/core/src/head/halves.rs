@@ -145,7 +145,11 @@ impl<'t> Halves<'t> {
 /// reports running out of text when they are not: a cut right after `"\u",` or
 /// `"\u<line break>,` (neither is JSON) ends with an error of [`Category::Eof`] too, in a
 /// string, not after a separator. The message to match is `serde_json`'s own, taken from a
-/// text known to end so (its wording is not relied on), position left out.
+/// text known to end so (its wording is not relied on), position left out. It is the error of
+/// containers read through `deserialize_any` (a `SeqAccess`/`MapAccess`), as the passes read
+/// them (`Chain`, `Skip`); were they ever to skip a container with `IgnoredAny` instead,
+/// `serde_json`'s skipping reader words it otherwise ("EOF while parsing an object"), and good
+/// texts would be checked whole (never a bad one taken).
 fn ends_after_separator(e: &serde_json::Error) -> bool {
     static AFTER_SEPARATOR: OnceLock<Option<String>> = OnceLock::new();
     fn what(e: &serde_json::Error) -> String {

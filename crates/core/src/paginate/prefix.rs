@@ -63,8 +63,10 @@ fn noted_name(enc: &Encoding) -> Option<&'static str> {
 /// `Err((tokens, bytes))` sample when it is over `limit`), counted by segments between
 /// additive points, as [`Prefix`] counts. For a text over `limit` counted by the built-in
 /// OpenAI encodings, the segment totals within the limit are noted for this thread (one note
-/// per thread, the last): a [`Prefix`] from the start of the same text (page 1 of it) then
-/// starts from them. Used where the count decides whether a text document needs paging.
+/// per thread, the last, dropped by the first [`Prefix`] from the start of another text: of
+/// several documents counted in turn, only the last one's page 1 starts from a note): a
+/// [`Prefix`] from the start of the same text (page 1 of it) then starts from them. Used where
+/// the count decides whether a text document needs paging.
 ///
 /// # Errors
 /// `Err` exactly when the count of `text` is over `limit` (tokens), as
@@ -74,7 +76,7 @@ pub fn count_till_limit_noted(
     text: &str,
     limit: usize,
 ) -> Result<usize, (usize, usize)> {
-    let Some(encoding) = noted_name(enc) else {
+    let Some(encoding) = noted_name(enc).filter(|_| limit > 0) else {
         return enc.count_till_limit_sampled(text, limit);
     };
     let prefix = Prefix::new(text, enc, 0);
@@ -107,20 +109,23 @@ pub fn count_till_limit_noted(
 }
 
 /// The noted segment totals of `text` (see [`count_till_limit_noted`]), when this thread's
-/// note is of the start of `text` in `enc`; else none.
+/// note is of the start of `text` in `enc`; else none, and the note is dropped (it serves the
+/// pages of the text it was taken of, which page 1 may count more than once, and no longer:
+/// no tool result's text stays on the thread once another text is paged).
 fn noted_cuts(text: &str, enc: &Encoding) -> Vec<(usize, usize)> {
-    let Some(encoding) = noted_name(enc) else {
-        return Vec::new();
-    };
-    NOTE.with_borrow(|note| match note {
-        Some(n)
-            if n.encoding == encoding
-                && text.as_bytes().starts_with(n.start.as_bytes())
-                && n.cuts.iter().all(|&(p, _)| enc.additive_at(text, p)) =>
-        {
-            n.cuts.clone()
+    NOTE.with_borrow_mut(|slot| {
+        let cuts = slot
+            .as_ref()
+            .filter(|note| {
+                noted_name(enc) == Some(note.encoding)
+                    && text.as_bytes().starts_with(note.start.as_bytes())
+                    && note.cuts.iter().all(|&(p, _)| enc.additive_at(text, p))
+            })
+            .map(|note| note.cuts.clone());
+        if cuts.is_none() {
+            *slot = None;
         }
-        _ => Vec::new(),
+        cuts.unwrap_or_default()
     })
 }
 
@@ -466,16 +471,17 @@ mod tests {
     fn a_note_serves_only_the_text_it_was_taken_of() {
         let enc = Encoding::Cl100kBase;
         let text = log(400);
-        assert!(count_till_limit_noted(&enc, &text, 3000).is_err());
-        let start = NOTE
-            .with_borrow(|n| n.as_ref().map(|n| n.start.len()))
-            .unwrap();
+        let note = || assert!(count_till_limit_noted(&enc, &text, 3000).is_err());
+        note();
+        let start = NOTE.with_borrow(|n| n.as_ref().map(|n| n.start.len()));
         let last = NOTE.with_borrow(|n| n.as_ref().and_then(|n| n.cuts.last().copied()));
+        let start = start.unwrap();
         assert_eq!(last.map(|(p, _)| p), Some(start));
-        // The same start and more: served (from the start only).
+        // The same start and more: served from the start only, as often as asked.
         let longer = format!("{text}more\n");
-        assert!(!Prefix::new(&longer, &enc, 0).cuts.borrow().is_empty());
         assert!(Prefix::new(&longer, &enc, 5).cuts.borrow().is_empty());
+        assert!(!Prefix::new(&longer, &enc, 0).cuts.borrow().is_empty());
+        assert!(!Prefix::new(&text, &enc, 0).cuts.borrow().is_empty());
         // A byte changed before the last point, another encoding, a text that ends at the
         // last point, and one whose last point is no longer additive (a blank line there).
         let mut changed = text.clone().into_bytes();
@@ -488,13 +494,20 @@ mod tests {
             (&text[..start].to_owned(), Encoding::Cl100kBase),
             (&blank, Encoding::Cl100kBase),
         ] {
+            note();
             let p = Prefix::new(other, &enc, 0);
             assert!(p.cuts.borrow().is_empty(), "{}", other.len());
             assert_eq!(p.tokens(other.len()), enc.count(other));
+            // Dropped: the next text is another one.
+            assert!(NOTE.with_borrow(Option::is_none));
         }
-        // Encodings without points, and texts within the limit, note nothing.
-        NOTE.set(None);
-        for (enc, limit) in [(Encoding::Chars4, 10), (Encoding::Cl100kBase, usize::MAX)] {
+        // Encodings without points, texts within the limit and a limit of 0 note nothing.
+        for (enc, limit) in [
+            (Encoding::Chars4, 10),
+            (Encoding::Cl100kBase, usize::MAX),
+            (Encoding::Cl100kBase, 0),
+        ] {
+            NOTE.set(None);
             assert_eq!(
                 count_till_limit_noted(&enc, &text, limit),
                 enc.count_till_limit_sampled(&text, limit)
