@@ -2,6 +2,9 @@
 //! stdout lines are read on a thread and handed out with a timeout, and whose stderr is kept.
 #![allow(dead_code)] // each test file uses a part
 
+#[path = "../wait_support/mod.rs"]
+mod wait_support;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -254,14 +257,7 @@ impl Proxy {
     /// What the proxy wrote on stderr, once it holds `needle` (or after 10 s): a thread of the
     /// test copies the pipe, so a line the proxy wrote before its answer may come after it.
     pub fn wait_for_stderr(&self, needle: &str) -> String {
-        let until = Instant::now() + Duration::from_secs(10);
-        loop {
-            let text = self.stderr_text();
-            if text.contains(needle) || Instant::now() > until {
-                return text;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
+        wait_support::until_it_holds(|| self.stderr_text(), needle)
     }
 }
 

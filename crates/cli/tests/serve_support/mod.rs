@@ -3,11 +3,13 @@
 //! Streamable HTTP client (reqwest) that speaks the transport's POST/GET/DELETE.
 #![allow(dead_code)] // each test file uses a part
 
+#[path = "../wait_support/mod.rs"]
+mod wait_support;
+
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
 
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use serde_json::{Value, json};
@@ -82,16 +84,9 @@ impl Serve {
         self.stderr.lock().unwrap().clone()
     }
 
-    /// Waits (up to 10 s) until stderr contains `needle`.
+    /// What serve wrote on stderr, once it holds `needle` (or after 10 s).
     pub fn wait_for_stderr(&self, needle: &str) -> String {
-        let until = Instant::now() + Duration::from_secs(10);
-        loop {
-            let s = self.stderr();
-            if s.contains(needle) || Instant::now() > until {
-                return s;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
+        wait_support::until_it_holds(|| self.stderr(), needle)
     }
 
     /// A POST of `body` to the endpoint with the headers a client sends.
