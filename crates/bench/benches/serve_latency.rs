@@ -342,8 +342,6 @@ struct Bench {
 }
 
 fn setup() -> Bench {
-    // reqwest is built without a crypto provider of its own (rustls on ring, as the proxy).
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = |threads: usize, name: &str| {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads)

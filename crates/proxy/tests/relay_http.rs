@@ -110,6 +110,83 @@ async fn the_upstream_down_at_start_answers_each_request_with_a_clear_error() {
     c.finish().await;
 }
 
+/// A TLS server on loopback with a certificate for `localhost` that no one trusts (self-signed):
+/// it takes every connection's handshake (which the client breaks off), until the test ends.
+fn untrusted_tls_server() -> u16 {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+        .expect("params")
+        .self_signed(&key)
+        .expect("certificate");
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![cert.der().clone()],
+        rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+    )
+    .expect("server config");
+    let config = Arc::new(config);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let Ok(conn) = rustls::ServerConnection::new(Arc::clone(&config)) else {
+                return;
+            };
+            let mut tls = rustls::StreamOwned::new(conn, stream);
+            let _ = std::io::Read::read(&mut tls, &mut [0u8; 64]);
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_upstream_whose_certificate_is_not_trusted_gets_a_clear_error() {
+    let port = untrusted_tls_server();
+    let mut c = Client::start(upstream(&format!("https://localhost:{port}/mcp")));
+    c.send(INITIALIZE).await;
+    let v = c.recv_json().await;
+    assert_eq!(v["id"], 0);
+    assert_eq!(v["error"]["code"], -32000);
+    let message = error_message(&v);
+    assert!(
+        message.contains(&format!(
+            "cannot connect to the upstream server at https://localhost:{port}/mcp"
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains("invalid peer certificate"),
+        "the TLS error is said: {message}"
+    );
+    c.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_url_to_a_plain_http_server_gets_a_clear_error() {
+    let server = Server::start(|_, _| status(200)).await;
+    let url = server.url.replacen("http://", "https://", 1);
+    let mut c = Client::start(upstream(&url));
+    c.send(INITIALIZE).await;
+    let v = c.recv_json().await;
+    assert_eq!(v["error"]["code"], -32000);
+    let message = error_message(&v);
+    assert!(
+        message.contains("cannot connect to the upstream server at https://127.0.0.1:"),
+        "{message}"
+    );
+    assert!(
+        message.contains("received corrupt message"),
+        "the TLS error is said: {message}"
+    );
+    c.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthorized_names_the_header_to_set() {
     let server = Server::start(|_, _| {

@@ -67,7 +67,6 @@ fn events(text: &str) -> Vec<Event> {
 }
 
 fn client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder().build().expect("client")
 }
 

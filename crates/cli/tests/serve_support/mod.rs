@@ -164,9 +164,8 @@ pub fn client() -> Client {
     builder().build().expect("reqwest client")
 }
 
-/// A client builder (reqwest's rustls, on for the proxy crate, needs its provider installed).
+/// A client builder.
 pub fn builder() -> reqwest::blocking::ClientBuilder {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     Client::builder()
 }
 

@@ -27,5 +27,5 @@ pub enum RelayError {
     Wait(#[source] std::io::Error),
     /// The HTTP client for a remote upstream server could not be set up (TLS roots, …).
     #[error("cannot set up the HTTP client for the upstream server")]
-    HttpClient(#[source] reqwest::Error),
+    HttpClient(#[source] Box<dyn std::error::Error + Send + Sync>),
 }

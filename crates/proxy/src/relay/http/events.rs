@@ -11,15 +11,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt as _};
+use http::StatusCode;
+use http::header::{ACCEPT, HeaderValue};
 use http_body_util::BodyDataStream;
-use reqwest::header::{ACCEPT, HeaderValue};
-use reqwest::{Response, StatusCode};
 use sse_stream::SseByteStream;
 use tokio::sync::oneshot;
 
 use super::super::log;
 use super::Transport;
 use super::bounded::{EventBound, TooLong};
+use super::client::{RequestBuilder, Response};
 use super::exchange::{self, PROTOCOL_VERSION, SESSION_ID, is_event_stream};
 use super::message::Outgoing;
 
@@ -189,11 +190,8 @@ impl Transport {
     }
 
     /// A GET of the MCP endpoint for an SSE stream, resuming after `last_id` when given.
-    fn get(&self, last_id: Option<&str>) -> reqwest::RequestBuilder {
-        let mut request = self
-            .client
-            .get(self.url.clone())
-            .header(ACCEPT, "text/event-stream");
+    fn get(&self, last_id: Option<&str>) -> RequestBuilder<'_> {
+        let mut request = self.client.get().header(ACCEPT, "text/event-stream");
         let (session, version) = {
             let state = self.state();
             (state.session.clone(), state.version.clone())
@@ -268,11 +266,6 @@ impl Transport {
     }
 }
 
-/// The body of `response` as an `http_body::Body` for the SSE decoder.
-fn http_body(response: Response) -> reqwest::Body {
-    ::http::Response::<reqwest::Body>::from(response).into_body()
-}
-
 /// The SSE events of `response`, each bounded to `max_event_bytes` ([`EventBound`]; past it
 /// the stream ends with an error that [`is_too_long`]).
 pub(super) fn sse_events(
@@ -280,7 +273,7 @@ pub(super) fn sse_events(
     max_event_bytes: usize,
 ) -> Pin<Box<dyn Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Send>> {
     let mut bound = EventBound::new(max_event_bytes);
-    let bytes = BodyDataStream::new(http_body(response)).map(move |chunk| {
+    let bytes = BodyDataStream::new(response.into_body()).map(move |chunk| {
         let chunk = chunk.map_err(StreamError::Body)?;
         bound.feed(&chunk).map_err(StreamError::TooLong)?;
         Ok::<_, StreamError>(chunk)
@@ -293,7 +286,7 @@ pub(super) fn sse_events(
 enum StreamError {
     /// Reading the body failed.
     #[error(transparent)]
-    Body(reqwest::Error),
+    Body(hyper::Error),
     /// An event went past the bound.
     #[error(transparent)]
     TooLong(TooLong),

@@ -7,14 +7,15 @@
 
 use std::sync::Arc;
 
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
-use reqwest::{Response, StatusCode};
+use http::StatusCode;
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
 
 use super::super::lines::Frame;
 use super::super::route::{self, Parsed};
 use super::super::scan::Scanner;
 use super::super::{log, reply};
 use super::Transport;
+use super::client::{self, ClientError, RequestBuilder, Response};
 use super::message::{Outgoing, header_safe, negotiated_version};
 
 /// `Mcp-Session-Id` (MCP 2025-06-18, "Session Management").
@@ -34,7 +35,7 @@ const QUOTED_BODY: usize = 300;
 /// Why an exchange failed.
 pub(super) enum Failure {
     /// The request could not be sent or its answer read (connection refused, TLS, reset …).
-    Send(reqwest::Error),
+    Send(ClientError),
     /// The server answered with a status that is not success.
     Status(StatusCode, Response),
     /// Anything else, said in words.
@@ -117,7 +118,7 @@ impl Transport {
             .headers()
             .get(CONTENT_TYPE)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        match response.bytes().await {
+        match client::bytes(response).await {
             Ok(body) => {
                 let quoted = (message.id.is_some()).then(|| quote(&body));
                 let answered = self.hand(Vec::from(body), message.is_initialize()).await;
@@ -140,10 +141,10 @@ impl Transport {
     }
 
     /// The POST of `line` with the headers the protocol asks for.
-    fn post(&self, line: bytes::Bytes, message: &Outgoing) -> reqwest::RequestBuilder {
+    fn post(&self, line: bytes::Bytes, message: &Outgoing) -> RequestBuilder<'_> {
         let mut request = self
             .client
-            .post(self.url.clone())
+            .post()
             .header(ACCEPT, ACCEPT_POST)
             .header(CONTENT_TYPE, "application/json");
         let (session, version) = {
@@ -289,7 +290,7 @@ impl Transport {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.split_whitespace().next())
             .map(str::to_owned);
-        let body = response.bytes().await.unwrap_or_default();
+        let body = client::bytes(response).await.unwrap_or_default();
         let upstream_error = json_rpc_error(&body);
         let quoted = || {
             let text = String::from_utf8_lossy(&body[..body.len().min(QUOTED_BODY)]);
@@ -395,14 +396,14 @@ fn json_rpc_error(body: &[u8]) -> Option<(i64, String)> {
     Some((error.code, error.message))
 }
 
-/// A reqwest error in words, with its causes (connection refused, the TLS error …) and
-/// without its URL (it may hold a token).
-pub(super) fn describe_error(error: &reqwest::Error, url: &str) -> String {
+/// A client error in words, with its causes (connection refused, the TLS error …) and
+/// without the URL's secrets (`url` is the shown one).
+pub(super) fn describe_error(error: &ClientError, url: &str) -> String {
     let what = if error.is_connect() {
         format!("cannot connect to the upstream server at {url}")
     } else if error.is_timeout() {
         format!("the upstream server at {url} did not answer in time")
-    } else if error.is_body() || error.is_decode() {
+    } else if error.is_body() {
         format!("the answer of the upstream server at {url} broke off")
     } else {
         format!("the request to the upstream server at {url} failed")

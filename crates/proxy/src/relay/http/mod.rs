@@ -55,11 +55,11 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use reqwest::Url;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::timeout;
+use url::Url;
 
 use super::error::RelayError;
 use super::lines::Frame;
@@ -67,6 +67,7 @@ use super::log;
 use super::route;
 
 mod bounded;
+mod client;
 mod events;
 mod exchange;
 mod message;
@@ -229,8 +230,7 @@ struct State {
 
 /// The transport: POSTs the client's messages and hands what comes back to the relay.
 pub(crate) struct Transport {
-    client: reqwest::Client,
-    url: Url,
+    client: client::Client,
     /// The URL as messages show it.
     shown: String,
     /// Whether the user gave an `Authorization` header (named in 401/403 messages).
@@ -258,22 +258,14 @@ impl Transport {
         frames: mpsc::Sender<Frame>,
         max_line_bytes: usize,
     ) -> Result<Arc<Transport>, RelayError> {
-        // reqwest is built without a crypto provider of its own: rustls on ring.
+        // rustls on ring: the process's crypto provider (the platform verifier takes it).
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .default_headers(upstream.headers.clone())
-            .user_agent(concat!("mcp-budget/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(CONNECT_TIMEOUT)
-            .tcp_nodelay(true)
-            .build()
+        let client = client::Client::new(upstream.url.as_str(), &upstream.headers, CONNECT_TIMEOUT)
             .map_err(RelayError::HttpClient)?;
         Ok(Arc::new(Transport {
             client,
-            url: upstream.url.clone(),
             shown: upstream.shown_url(),
-            has_authorization: upstream
-                .headers
-                .contains_key(reqwest::header::AUTHORIZATION),
+            has_authorization: upstream.headers.contains_key(http::header::AUTHORIZATION),
             state: Mutex::new(State::default()),
             frames,
             max_line_bytes,
@@ -384,7 +376,7 @@ impl Transport {
         };
         let mut request = self
             .client
-            .delete(self.url.clone())
+            .delete()
             .header(exchange::SESSION_ID, session)
             .timeout(DELETE_TIMEOUT);
         if let Some(version) = version {

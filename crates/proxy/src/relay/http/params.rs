@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use reqwest::header::{HeaderName, HeaderValue};
+use http::header::{HeaderName, HeaderValue};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use tokio::sync::oneshot;
 
 use super::super::log;
@@ -74,7 +74,7 @@ impl Transport {
         if let Some(initialized) = initialized {
             let mut request = self
                 .client
-                .post(self.url.clone())
+                .post()
                 .header(ACCEPT, ACCEPT_POST)
                 .header(CONTENT_TYPE, "application/json");
             if let Some(session) = &session {
@@ -121,7 +121,7 @@ impl Transport {
     ) -> Result<(Option<HeaderValue>, Vec<u8>), String> {
         let response = self
             .client
-            .post(self.url.clone())
+            .post()
             .header(ACCEPT, ACCEPT_POST)
             .header(CONTENT_TYPE, "application/json")
             .body(initialize)
@@ -146,8 +146,7 @@ impl Transport {
             }
             found.ok_or("the answer to a new initialize held no response")?
         } else {
-            response
-                .bytes()
+            super::client::bytes(response)
                 .await
                 .map_err(|e| exchange::describe_error(&e, &self.shown))?
                 .to_vec()
