@@ -188,6 +188,34 @@ async fn an_https_url_to_a_plain_http_server_gets_a_clear_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_is_not_followed_and_names_where_it_points() {
+    let server = Server::start(|_, _| {
+        Reply::Body(
+            308,
+            vec![("location", "/v2/mcp?token=hidden".to_owned())],
+            String::new(),
+        )
+    })
+    .await;
+    let mut c = Client::start(upstream(&server.url));
+    c.send(INITIALIZE).await;
+    let v = c.recv_json().await;
+    assert_eq!(v["error"]["code"], -32000);
+    let message = error_message(&v);
+    let base = server.url.trim_end_matches("/mcp");
+    assert!(
+        message.contains(&format!(
+            "redirects to {base}/v2/mcp (HTTP 308 Permanent Redirect)"
+        )),
+        "{message}"
+    );
+    assert!(!message.contains("hidden"), "{message}");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1, "one POST, not followed: {seen:?}");
+    c.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthorized_names_the_header_to_set() {
     let server = Server::start(|_, _| {
         Reply::Body(

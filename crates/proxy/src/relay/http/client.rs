@@ -9,16 +9,27 @@
 //! added 0.14–0.15× of the direct latency where the same forwarder on reqwest added 0.18–0.21×.
 //!
 //! Every request carries the upstream's extra headers (`--header`) unless it sets a header of
-//! that name itself, and a `User-Agent` of `mcp-budget/<version>`.
+//! that name itself, and a `User-Agent` of `mcp-budget/<version>`. A user and password in the
+//! URL (`https://user:token@host/mcp`) are sent as `Authorization: Basic` (RFC 7617) unless an
+//! `Authorization` header is given, and left out of the request's URI.
+//!
+//! A proxy named by the environment as curl reads it (`HTTPS_PROXY`, `HTTP_PROXY`,
+//! `ALL_PROXY`, lowercase too, and `NO_PROXY`) is used for the upstream's URL: the connection
+//! goes through the proxy's `CONNECT` tunnel (RFC 9110 §9.3.6), with `Proxy-Authorization:
+//! Basic` when the proxy's URL holds a user and password; TLS to an `https://` upstream runs
+//! inside the tunnel.
 
 use std::time::Duration;
 
+use base64::Engine as _;
 use bytes::Bytes;
-use http::header::{HeaderMap, HeaderName, HeaderValue, USER_AGENT};
+use http::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
 use http::{Method, Uri};
 use http_body_util::{BodyExt as _, Full};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::proxy::Tunnel;
+use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioExecutor;
 
 /// An answer: its status, headers and a body read as it arrives.
@@ -63,39 +74,83 @@ impl ClientError {
     }
 }
 
+/// hyper-util's client over a connector `C`, TLS (`https://`) on top.
+type Pooled<C> = hyper_util::client::legacy::Client<HttpsConnector<C>, Full<Bytes>>;
+
+/// The pooled client: straight to the upstream, or through a proxy's tunnel.
+enum Inner {
+    Direct(Pooled<HttpConnector>),
+    Tunneled(Pooled<Tunnel<HttpConnector>>),
+}
+
 /// The client for one upstream URL.
 pub(super) struct Client {
-    inner: hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    inner: Inner,
     uri: Uri,
     /// The upstream's extra headers and the `User-Agent`.
     defaults: HeaderMap,
 }
 
 impl Client {
-    /// A client for `url` whose requests carry `headers` (see the module docs); connecting may
-    /// take up to `connect_timeout`.
+    /// A client for `url` whose requests carry `headers` (see the module docs), through the
+    /// proxy the environment names for it; connecting may take up to `connect_timeout`.
     ///
     /// # Errors
     ///
     /// The URL is not a valid HTTP URI, or the platform's certificate verifier cannot be set
     /// up.
     pub(super) fn new(
-        url: &str,
+        url: &url::Url,
         headers: &HeaderMap,
         connect_timeout: Duration,
     ) -> Result<Client, BoxError> {
-        let uri: Uri = url.parse()?;
+        Client::with_proxies(url, headers, connect_timeout, &Matcher::from_env())
+    }
+
+    /// [`Client::new`] with the proxy rules `proxies` instead of the environment's.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::new`].
+    fn with_proxies(
+        url: &url::Url,
+        headers: &HeaderMap,
+        connect_timeout: Duration,
+        proxies: &Matcher,
+    ) -> Result<Client, BoxError> {
+        let mut defaults = headers.clone();
+        let mut url = url.clone();
+        if let Some(credentials) = take_credentials(&mut url)
+            && !defaults.contains_key(AUTHORIZATION)
+        {
+            defaults.insert(AUTHORIZATION, credentials);
+        }
+        let mut uri: Uri = url.as_str().parse()?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(connect_timeout));
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .try_with_platform_verifier()?
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
-        let inner = hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(https);
-        let mut defaults = headers.clone();
+        let tls = || {
+            hyper_rustls::HttpsConnectorBuilder::new()
+                .try_with_platform_verifier()
+                .map(|b| b.https_or_http().enable_http1())
+        };
+        let builder = hyper_util::client::legacy::Client::builder(TokioExecutor::new());
+        let inner = match proxies.intercept(&uri) {
+            None => Inner::Direct(builder.build(tls()?.wrap_connector(http))),
+            Some(proxy) => {
+                // The tunnel asks for the URL's port, 443 when it has none: an `http://` URL
+                // names its default port (the same origin, RFC 9110 §4.2.1).
+                if uri.scheme_str() == Some("http") && uri.port().is_none() {
+                    uri = with_port(&uri, 80)?;
+                }
+                let mut tunnel = Tunnel::new(proxy.uri().clone(), http);
+                if let Some(auth) = proxy.basic_auth() {
+                    tunnel = tunnel.with_auth(auth.clone());
+                }
+                Inner::Tunneled(builder.build(tls()?.wrap_connector(tunnel)))
+            }
+        };
         defaults.insert(
             USER_AGENT,
             HeaderValue::from_static(concat!("mcp-budget/", env!("CARGO_PKG_VERSION"))),
@@ -185,7 +240,10 @@ impl RequestBuilder<'_> {
                 headers.insert(name.clone(), value.clone());
             }
         }
-        let sent = self.client.inner.request(request);
+        let sent = match &self.client.inner {
+            Inner::Direct(client) => client.request(request),
+            Inner::Tunneled(client) => client.request(request),
+        };
         let answer = match self.timeout {
             Some(limit) => tokio::time::timeout(limit, sent)
                 .await
@@ -194,6 +252,32 @@ impl RequestBuilder<'_> {
         };
         answer.map_err(ClientError::Send)
     }
+}
+
+/// Removes the user and password from `url`; returns them as a `Basic` credential (RFC 7617:
+/// `user:password` percent-decoded, Base64), marked sensitive. `None` when the URL has none.
+fn take_credentials(url: &mut url::Url) -> Option<HeaderValue> {
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
+    }
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).collect::<Vec<u8>>();
+    let mut pair = decode(url.username());
+    pair.push(b':');
+    pair.extend(decode(url.password().unwrap_or_default()));
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+    let mut value = HeaderValue::from_str(&format!("Basic {encoded}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
+/// `uri` with its authority's port set to `port`.
+fn with_port(uri: &Uri, port: u16) -> Result<Uri, BoxError> {
+    let host = uri.host().ok_or("the URL has no host")?;
+    let mut parts = uri.clone().into_parts();
+    parts.authority = Some(format!("{host}:{port}").parse()?);
+    Ok(Uri::from_parts(parts)?)
 }
 
 /// The whole body of `response`.
@@ -208,4 +292,223 @@ pub(super) async fn bytes(response: Response) -> Result<Bytes, ClientError> {
         .await
         .map_err(ClientError::Body)?
         .to_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read as _, Write as _};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::mpsc;
+    use std::thread;
+
+    use super::*;
+
+    /// Reads one request head (up to its blank line) and, with `Content-Length`, its body.
+    fn read_head(stream: &mut TcpStream) -> String {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            match stream.read(&mut byte) {
+                Ok(1) => head.push(byte[0]),
+                _ => break,
+            }
+        }
+        let head = String::from_utf8_lossy(&head).into_owned();
+        let length = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap_or(0))
+            })
+            .unwrap_or(0usize);
+        let mut body = vec![0u8; length];
+        let _ = stream.read_exact(&mut body);
+        head
+    }
+
+    /// An HTTP server on loopback that answers each request `200 {}` and reports its head.
+    fn target() -> (u16, mpsc::Receiver<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let tx = tx.clone();
+                thread::spawn(move || {
+                    loop {
+                        let head = read_head(&mut stream);
+                        if head.is_empty() || tx.send(head).is_err() {
+                            return;
+                        }
+                        let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+                        if stream.write_all(answer.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (port, rx)
+    }
+
+    /// A proxy that serves `CONNECT` (and nothing else): it reports each head and relays bytes
+    /// both ways; a target it cannot reach gets `502`.
+    fn proxy() -> (u16, mpsc::Receiver<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut client) = stream else { return };
+                let head = read_head(&mut client);
+                let target = head
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_owned();
+                let _ = tx.send(head);
+                let Ok(server) = TcpStream::connect(&target) else {
+                    let _ =
+                        client.write_all(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n");
+                    continue;
+                };
+                let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                let (mut c2, mut s2) = (
+                    client.try_clone().expect("clone"),
+                    server.try_clone().expect("clone"),
+                );
+                let (mut client, mut server) = (client, server);
+                thread::spawn(move || std::io::copy(&mut c2, &mut s2));
+                thread::spawn(move || std::io::copy(&mut server, &mut client));
+            }
+        });
+        (port, rx)
+    }
+
+    fn client(url: &str, headers: &HeaderMap, proxies: &Matcher) -> Client {
+        let url = url::Url::parse(url).expect("url");
+        Client::with_proxies(&url, headers, Duration::from_secs(5), proxies).expect("client")
+    }
+
+    fn recv(rx: &mpsc::Receiver<String>) -> String {
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("a request arrives")
+    }
+
+    fn header<'h>(head: &'h str, name: &str) -> Option<&'h str> {
+        head.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+
+    #[tokio::test]
+    async fn a_proxy_s_tunnel_carries_the_request_with_the_proxy_s_credentials() {
+        let (target_port, seen) = target();
+        let (proxy_port, connects) = proxy();
+        let proxies = Matcher::builder()
+            .all(format!("http://us%3Aer:pass@127.0.0.1:{proxy_port}"))
+            .build();
+        let c = client(
+            &format!("http://127.0.0.1:{target_port}/mcp"),
+            &HeaderMap::new(),
+            &proxies,
+        );
+        let response = c
+            .post()
+            .body(Bytes::from_static(b"{}"))
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(response.status(), 200);
+        assert_eq!(&bytes(response).await.expect("body")[..], b"{}");
+        let connect = recv(&connects);
+        assert!(
+            connect.starts_with(&format!("CONNECT 127.0.0.1:{target_port} HTTP/1.1\r\n")),
+            "{connect}"
+        );
+        // "us:er:pass" (the user's `%3A` decoded), Base64.
+        assert_eq!(
+            header(&connect, "proxy-authorization"),
+            Some("Basic dXM6ZXI6cGFzcw==")
+        );
+        let request = recv(&seen);
+        assert!(
+            request.starts_with("POST /mcp HTTP/1.1\r\n"),
+            "origin form inside the tunnel: {request}"
+        );
+        assert_eq!(header(&request, "proxy-authorization"), None, "{request}");
+    }
+
+    #[tokio::test]
+    async fn an_http_url_without_a_port_is_tunneled_to_port_80() {
+        let (proxy_port, connects) = proxy();
+        let proxies = Matcher::builder()
+            .all(format!("http://127.0.0.1:{proxy_port}"))
+            .build();
+        let c = client("http://mcp.invalid/mcp", &HeaderMap::new(), &proxies);
+        let failed = c
+            .post()
+            .send()
+            .await
+            .expect_err("the proxy cannot reach it");
+        assert!(failed.is_connect(), "{failed:?}");
+        assert!(recv(&connects).starts_with("CONNECT mcp.invalid:80 HTTP/1.1\r\n"));
+    }
+
+    #[tokio::test]
+    async fn no_proxy_goes_straight_to_the_server() {
+        let (target_port, seen) = target();
+        let (proxy_port, connects) = proxy();
+        let proxies = Matcher::builder()
+            .all(format!("http://127.0.0.1:{proxy_port}"))
+            .no("127.0.0.1")
+            .build();
+        let c = client(
+            &format!("http://127.0.0.1:{target_port}/mcp"),
+            &HeaderMap::new(),
+            &proxies,
+        );
+        assert_eq!(c.get().send().await.expect("sent").status(), 200);
+        assert!(recv(&seen).starts_with("GET /mcp HTTP/1.1\r\n"));
+        assert!(connects.try_recv().is_err(), "the proxy saw nothing");
+    }
+
+    #[tokio::test]
+    async fn url_credentials_are_sent_as_basic_unless_an_authorization_header_is_given() {
+        let (port, seen) = target();
+        let url = format!("http://us%40er:p%3Ass@127.0.0.1:{port}/mcp");
+        let none = Matcher::builder().build();
+        let c = client(&url, &HeaderMap::new(), &none);
+        c.post().send().await.expect("sent");
+        let request = recv(&seen);
+        assert!(request.starts_with("POST /mcp HTTP/1.1\r\n"), "{request}");
+        // "us@er:p:ss", Base64.
+        assert_eq!(
+            header(&request, "authorization"),
+            Some("Basic dXNAZXI6cDpzcw==")
+        );
+        assert_eq!(
+            header(&request, "host"),
+            Some(&*format!("127.0.0.1:{port}"))
+        );
+        assert_eq!(
+            header(&request, "user-agent"),
+            Some(concat!("mcp-budget/", env!("CARGO_PKG_VERSION")))
+        );
+
+        let mut given = HeaderMap::new();
+        given.insert(AUTHORIZATION, HeaderValue::from_static("Bearer t"));
+        let c = client(&url, &given, &none);
+        c.post()
+            .header(http::header::ACCEPT, "x")
+            .send()
+            .await
+            .expect("sent");
+        let request = recv(&seen);
+        assert_eq!(header(&request, "authorization"), Some("Bearer t"));
+        assert_eq!(header(&request, "accept"), Some("x"));
+    }
 }

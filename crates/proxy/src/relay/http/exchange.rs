@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use http::StatusCode;
-use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue, LOCATION, WWW_AUTHENTICATE};
 
 use super::super::lines::Frame;
 use super::super::route::{self, Parsed};
@@ -290,6 +290,13 @@ impl Transport {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.split_whitespace().next())
             .map(str::to_owned);
+        // Where a redirect points, shown as the upstream URL is (no user info, query).
+        let location = response
+            .headers()
+            .get(LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| url::Url::parse(&self.shown).ok()?.join(v).ok())
+            .map(|u| super::shown_url(&u));
         let body = client::bytes(response).await.unwrap_or_default();
         let upstream_error = json_rpc_error(&body);
         let quoted = || {
@@ -328,6 +335,11 @@ impl Transport {
                  server restarted); reconnect this MCP server in your client to start a new one"
                     .to_owned()
             }
+            s if s.is_redirection() && location.is_some() => format!(
+                "the upstream server at {url} redirects to {} (HTTP {status}); give that URL as \
+                 --upstream (redirects are not followed: they could take the credentials elsewhere)",
+                location.as_deref().unwrap_or_default()
+            ),
             StatusCode::NOT_FOUND if upstream_error.is_none() => {
                 format!("no MCP endpoint at {url} (HTTP 404 Not Found); check the --upstream URL")
             }

@@ -204,7 +204,7 @@ impl fmt::Debug for HttpUpstream {
 }
 
 /// `url` without user info, query or fragment (they may hold credentials).
-fn shown_url(url: &Url) -> String {
+pub(super) fn shown_url(url: &Url) -> String {
     let mut shown = url.clone();
     let _ = shown.set_username("");
     let _ = shown.set_password(None);
@@ -260,12 +260,13 @@ impl Transport {
     ) -> Result<Arc<Transport>, RelayError> {
         // rustls on ring: the process's crypto provider (the platform verifier takes it).
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = client::Client::new(upstream.url.as_str(), &upstream.headers, CONNECT_TIMEOUT)
+        let client = client::Client::new(&upstream.url, &upstream.headers, CONNECT_TIMEOUT)
             .map_err(RelayError::HttpClient)?;
         Ok(Arc::new(Transport {
             client,
             shown: upstream.shown_url(),
-            has_authorization: upstream.headers.contains_key(http::header::AUTHORIZATION),
+            has_authorization: upstream.headers.contains_key(http::header::AUTHORIZATION)
+                || !upstream.url.username().is_empty(),
             state: Mutex::new(State::default()),
             frames,
             max_line_bytes,
