@@ -30,7 +30,7 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::proxy::matcher::Matcher;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 /// An answer: its status, headers and a body read as it arrives.
 pub(super) type Response = http::Response<hyper::body::Incoming>;
@@ -135,7 +135,9 @@ impl Client {
                 .try_with_platform_verifier()
                 .map(|b| b.https_or_http().enable_http1())
         };
-        let builder = hyper_util::client::legacy::Client::builder(TokioExecutor::new());
+        let mut builder = hyper_util::client::legacy::Client::builder(TokioExecutor::new());
+        // Idle connections are closed after the pool's idle timeout (90 s) by its timer.
+        builder.pool_timer(TokioTimer::new());
         let inner = match proxies.intercept(&uri) {
             None => Inner::Direct(builder.build(tls()?.wrap_connector(http))),
             Some(proxy) => {
