@@ -145,46 +145,39 @@ fn untrusted_tls_server() -> u16 {
     port
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_https_upstream_whose_certificate_is_not_trusted_gets_a_clear_error() {
-    let port = untrusted_tls_server();
-    let mut c = Client::start(upstream(&format!("https://localhost:{port}/mcp")));
+/// The message of the error that answers `initialize` sent to `url`, whose connection fails.
+async fn connect_error(url: &str) -> String {
+    let mut c = Client::start(upstream(url));
     c.send(INITIALIZE).await;
     let v = c.recv_json().await;
     assert_eq!(v["id"], 0);
     assert_eq!(v["error"]["code"], -32000);
-    let message = error_message(&v);
-    assert!(
-        message.contains(&format!(
-            "cannot connect to the upstream server at https://localhost:{port}/mcp"
-        )),
-        "{message}"
-    );
+    c.finish().await;
+    error_message(&v)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_upstream_whose_certificate_is_not_trusted_gets_a_clear_error() {
+    let port = untrusted_tls_server();
+    let message = connect_error(&format!("https://localhost:{port}/mcp")).await;
+    let at = format!("cannot connect to the upstream server at https://localhost:{port}/mcp");
+    assert!(message.contains(&at), "{message}");
     assert!(
         message.contains("invalid peer certificate"),
         "the TLS error is said: {message}"
     );
-    c.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_https_url_to_a_plain_http_server_gets_a_clear_error() {
     let server = Server::start(|_, _| status(200)).await;
-    let url = server.url.replacen("http://", "https://", 1);
-    let mut c = Client::start(upstream(&url));
-    c.send(INITIALIZE).await;
-    let v = c.recv_json().await;
-    assert_eq!(v["error"]["code"], -32000);
-    let message = error_message(&v);
-    assert!(
-        message.contains("cannot connect to the upstream server at https://127.0.0.1:"),
-        "{message}"
-    );
+    let message = connect_error(&server.url.replacen("http://", "https://", 1)).await;
+    let at = "cannot connect to the upstream server at https://127.0.0.1:";
+    assert!(message.contains(at), "{message}");
     assert!(
         message.contains("received corrupt message"),
         "the TLS error is said: {message}"
     );
-    c.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

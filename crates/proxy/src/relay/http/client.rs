@@ -329,10 +329,16 @@ mod tests {
         head
     }
 
-    /// An HTTP server on loopback that answers each request `200 {}` and reports its head.
-    fn target() -> (u16, mpsc::Receiver<String>) {
+    /// A listener on a free loopback port, and the port.
+    fn bound() -> (TcpListener, u16) {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
+        (listener, port)
+    }
+
+    /// An HTTP server on loopback that answers each request `200 {}` and reports its head.
+    fn target() -> (u16, mpsc::Receiver<String>) {
+        let (listener, port) = bound();
         let (tx, rx) = mpsc::channel();
         thread::spawn(move || {
             for stream in listener.incoming() {
@@ -358,8 +364,7 @@ mod tests {
     /// A proxy that serves `CONNECT` (and nothing else): it reports each head and relays bytes
     /// both ways; a target it cannot reach gets `502`.
     fn proxy() -> (u16, mpsc::Receiver<String>) {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("addr").port();
+        let (listener, port) = bound();
         let (tx, rx) = mpsc::channel();
         thread::spawn(move || {
             for stream in listener.incoming() {
