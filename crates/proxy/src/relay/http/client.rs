@@ -2,23 +2,32 @@
 //! connections, one request at a time on each) over rustls on ring with the platform's
 //! certificate verifier (`rustls-platform-verifier`), for `http://` and `https://` URLs.
 //!
-//! Why not a higher-level client: a request goes out and its answer comes back through one
-//! fewer task and without per-request URL parsing, redirect and retry layers (the transport
-//! follows no redirects: a Streamable HTTP endpoint answers at its own URL). Measured on a small
+//! Why not a higher-level client: a request goes out and its answer comes back without
+//! per-request URL parsing, redirect and retry layers (the transport follows no redirects: a Streamable HTTP endpoint answers at its own URL). Measured on a small
 //! `tools/call` through `serve --upstream` (December 2026): a minimal forwarder on this client
-//! added 0.14–0.15× of the direct latency where the same forwarder on reqwest added 0.18–0.21×.
+//! added 0.13–0.16× of the direct latency where the same forwarder on reqwest added 0.18–0.21×.
 //!
 //! Every request carries the upstream's extra headers (`--header`) unless it sets a header of
-//! that name itself, and a `User-Agent` of `mcp-budget/<version>`. A user and password in the
+//! that name itself, and a `User-Agent` of `mcp-budget/<version>` (in place of one given with
+//! `--header`). A user and password in the
 //! URL (`https://user:token@host/mcp`) are sent as `Authorization: Basic` (RFC 7617) unless an
 //! `Authorization` header is given, and left out of the request's URI.
 //!
-//! A proxy named by the environment as curl reads it (`HTTPS_PROXY`, `HTTP_PROXY`,
-//! `ALL_PROXY`, lowercase too, and `NO_PROXY`) is used for the upstream's URL: the connection
-//! goes through the proxy's `CONNECT` tunnel (RFC 9110 §9.3.6), with `Proxy-Authorization:
-//! Basic` when the proxy's URL holds a user and password; TLS to an `https://` upstream runs
-//! inside the tunnel.
+//! A proxy named by the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, lowercase too,
+//! and `NO_PROXY`, as hyper-util's `Matcher::from_env` reads them) is used for the upstream's
+//! URL: the connection goes through the proxy's `CONNECT` tunnel (RFC 9110 §9.3.6), for an
+//! `http://` upstream too, with `Proxy-Authorization: Basic` when the proxy's URL holds a user
+//! and password; the proxy itself may be `http://` or `https://` (SOCKS is refused at start).
+//! TLS to an `https://` upstream runs inside the tunnel.
+//!
+//! Making a connection (TCP, the proxy's tunnel, the TLS handshake) may take the connect
+//! timeout in all; connections send TCP keepalives (every 15 s after 15 s idle, 3 probes) and,
+//! on Linux, give up on data unacknowledged for 30 s (`TCP_USER_TIMEOUT`), so that a peer gone
+//! silently (a sleeping laptop, a dropped NAT entry) ends a stream instead of hanging it.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -74,13 +83,65 @@ impl ClientError {
     }
 }
 
-/// hyper-util's client over a connector `C`, TLS (`https://`) on top.
-type Pooled<C> = hyper_util::client::legacy::Client<HttpsConnector<C>, Full<Bytes>>;
+/// hyper-util's client over a connector `C`, TLS (`https://`) on top, the whole bounded in
+/// time.
+type Pooled<C> = hyper_util::client::legacy::Client<Limited<HttpsConnector<C>>, Full<Bytes>>;
 
-/// The pooled client: straight to the upstream, or through a proxy's tunnel.
+/// The pooled client: straight to the upstream, or through a proxy's tunnel (the proxy reached
+/// over plain TCP or TLS).
 enum Inner {
     Direct(Pooled<HttpConnector>),
-    Tunneled(Pooled<Tunnel<HttpConnector>>),
+    Tunneled(Box<Pooled<Tunnel<HttpsConnector<HttpConnector>>>>),
+}
+
+/// TCP keepalive: first probe after 15 s idle, then every 15 s, 3 probes (reqwest's defaults).
+const KEEPALIVE: Duration = Duration::from_secs(15);
+/// Data unacknowledged this long ends the connection (Linux `TCP_USER_TIMEOUT`): 30 s.
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
+const USER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A connector whose connections must be made within `limit` (everything the inner connector
+/// does: TCP, a proxy's tunnel, TLS); past it the attempt fails with [`std::io::ErrorKind::TimedOut`].
+#[derive(Clone)]
+pub(super) struct Limited<C> {
+    inner: C,
+    limit: Duration,
+}
+
+impl<C> Limited<C> {
+    fn new(inner: C, limit: Duration) -> Limited<C> {
+        Limited { inner, limit }
+    }
+}
+
+impl<C> tower_service::Service<Uri> for Limited<C>
+where
+    C: tower_service::Service<Uri>,
+    C::Future: Send + 'static,
+    C::Response: Send + 'static,
+    C::Error: Into<BoxError>,
+{
+    type Response = C::Response;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<C::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, dst: Uri) -> Self::Future {
+        let limit = self.limit;
+        let connecting = self.inner.call(dst);
+        Box::pin(async move {
+            match tokio::time::timeout(limit, connecting).await {
+                Ok(made) => made.map_err(Into::into),
+                Err(_) => Err(Box::new(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no connection within {} s", limit.as_secs_f64()),
+                )) as BoxError),
+            }
+        })
+    }
 }
 
 /// The client for one upstream URL.
@@ -89,6 +150,10 @@ pub(super) struct Client {
     uri: Uri,
     /// The upstream's extra headers and the `User-Agent`.
     defaults: HeaderMap,
+    /// The proxy's URL, scheme, host and port only, when one is used.
+    proxy: Option<String>,
+    /// Whether the URL held a user or password (sent as `Authorization: Basic`).
+    url_credentials: bool,
 }
 
 impl Client {
@@ -97,8 +162,8 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// The URL is not a valid HTTP URI, or the platform's certificate verifier cannot be set
-    /// up.
+    /// The URL is not a valid HTTP URI, the platform's certificate verifier cannot be set up,
+    /// or the environment names a proxy that is not `http://` or `https://` (SOCKS).
     pub(super) fn new(
         url: &url::Url,
         headers: &HeaderMap,
@@ -120,16 +185,25 @@ impl Client {
     ) -> Result<Client, BoxError> {
         let mut defaults = headers.clone();
         let mut url = url.clone();
-        if let Some(credentials) = take_credentials(&mut url)
+        let credentials = take_credentials(&mut url);
+        let url_credentials = credentials.is_some();
+        if let Some(credentials) = credentials
             && !defaults.contains_key(AUTHORIZATION)
         {
             defaults.insert(AUTHORIZATION, credentials);
         }
+        let user_agent =
+            HeaderValue::from_static(concat!("mcp-budget/", env!("CARGO_PKG_VERSION")));
         let mut uri: Uri = url.as_str().parse()?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(connect_timeout));
+        http.set_keepalive(Some(KEEPALIVE));
+        http.set_keepalive_interval(Some(KEEPALIVE));
+        http.set_keepalive_retries(Some(3));
+        #[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
+        http.set_tcp_user_timeout(Some(USER_TIMEOUT));
         let tls = || {
             hyper_rustls::HttpsConnectorBuilder::new()
                 .try_with_platform_verifier()
@@ -138,30 +212,70 @@ impl Client {
         let mut builder = hyper_util::client::legacy::Client::builder(TokioExecutor::new());
         // Idle connections are closed after the pool's idle timeout (90 s) by its timer.
         builder.pool_timer(TokioTimer::new());
-        let inner = match proxies.intercept(&uri) {
-            None => Inner::Direct(builder.build(tls()?.wrap_connector(http))),
+        let (inner, proxy) = match proxies.intercept(&uri) {
+            None => (
+                Inner::Direct(
+                    builder.build(Limited::new(tls()?.wrap_connector(http), connect_timeout)),
+                ),
+                None,
+            ),
             Some(proxy) => {
+                let at = proxy.uri();
+                if !matches!(at.scheme_str(), Some("http" | "https")) {
+                    return Err(format!(
+                        "the proxy the environment names (HTTPS_PROXY, HTTP_PROXY or ALL_PROXY) \
+                         is {}://…; only http:// and https:// proxies are supported",
+                        at.scheme_str().unwrap_or_default()
+                    )
+                    .into());
+                }
+                let shown = format!(
+                    "{}://{}",
+                    at.scheme_str().unwrap_or_default(),
+                    at.authority().map_or("", |a| a
+                        .as_str()
+                        .rsplit('@')
+                        .next()
+                        .unwrap_or_default())
+                );
                 // The tunnel asks for the URL's port, 443 when it has none: an `http://` URL
                 // names its default port (the same origin, RFC 9110 §4.2.1).
                 if uri.scheme_str() == Some("http") && uri.port().is_none() {
                     uri = with_port(&uri, 80)?;
                 }
-                let mut tunnel = Tunnel::new(proxy.uri().clone(), http);
+                let mut connect = HeaderMap::new();
+                connect.insert(USER_AGENT, user_agent.clone());
+                let mut tunnel =
+                    Tunnel::new(at.clone(), tls()?.wrap_connector(http)).with_headers(connect);
                 if let Some(auth) = proxy.basic_auth() {
                     tunnel = tunnel.with_auth(auth.clone());
                 }
-                Inner::Tunneled(builder.build(tls()?.wrap_connector(tunnel)))
+                (
+                    Inner::Tunneled(Box::new(
+                        builder.build(Limited::new(tls()?.wrap_connector(tunnel), connect_timeout)),
+                    )),
+                    Some(shown),
+                )
             }
         };
-        defaults.insert(
-            USER_AGENT,
-            HeaderValue::from_static(concat!("mcp-budget/", env!("CARGO_PKG_VERSION"))),
-        );
+        defaults.insert(USER_AGENT, user_agent);
         Ok(Client {
             inner,
             uri,
             defaults,
+            proxy,
+            url_credentials,
         })
+    }
+
+    /// The proxy the connection goes through (`scheme://host:port`), if any.
+    pub(super) fn proxy(&self) -> Option<&str> {
+        self.proxy.as_deref()
+    }
+
+    /// Whether the URL held credentials (sent as `Authorization: Basic`).
+    pub(super) fn has_url_credentials(&self) -> bool {
+        self.url_credentials
     }
 
     /// A POST to the upstream URL.
@@ -387,8 +501,17 @@ mod tests {
                     server.try_clone().expect("clone"),
                 );
                 let (mut client, mut server) = (client, server);
-                thread::spawn(move || std::io::copy(&mut c2, &mut s2));
-                thread::spawn(move || std::io::copy(&mut server, &mut client));
+                // Either side's end closes both (a clone left open would hold the socket).
+                thread::spawn(move || {
+                    let _ = std::io::copy(&mut c2, &mut s2);
+                    let _ = s2.shutdown(std::net::Shutdown::Both);
+                    let _ = c2.shutdown(std::net::Shutdown::Both);
+                });
+                thread::spawn(move || {
+                    let _ = std::io::copy(&mut server, &mut client);
+                    let _ = client.shutdown(std::net::Shutdown::Both);
+                    let _ = server.shutdown(std::net::Shutdown::Both);
+                });
             }
         });
         (port, rx)
@@ -404,11 +527,15 @@ mod tests {
             .expect("a request arrives")
     }
 
+    /// The value of header `name` in `head`; the test fails when it is sent more than once.
     fn header<'h>(head: &'h str, name: &str) -> Option<&'h str> {
-        head.lines().find_map(|l| {
+        let mut values = head.lines().filter_map(|l| {
             let (n, v) = l.split_once(':')?;
             n.eq_ignore_ascii_case(name).then(|| v.trim())
-        })
+        });
+        let first = values.next();
+        assert_eq!(values.next(), None, "{name} sent twice: {head}");
+        first
     }
 
     #[tokio::test]
@@ -508,6 +635,7 @@ mod tests {
 
         let mut given = HeaderMap::new();
         given.insert(AUTHORIZATION, HeaderValue::from_static("Bearer t"));
+        given.insert(http::header::ACCEPT, HeaderValue::from_static("a/b"));
         let c = client(&url, &given, &none);
         c.post()
             .header(http::header::ACCEPT, "x")
@@ -517,5 +645,85 @@ mod tests {
         let request = recv(&seen);
         assert_eq!(header(&request, "authorization"), Some("Bearer t"));
         assert_eq!(header(&request, "accept"), Some("x"));
+    }
+
+    #[tokio::test]
+    async fn tls_to_an_https_upstream_runs_inside_the_proxy_s_tunnel() {
+        // The target reports the first bytes it gets and hangs up.
+        let (listener, target_port) = bound();
+        let (tx, first) = mpsc::channel();
+        thread::spawn(move || {
+            if let Some(Ok(mut stream)) = listener.incoming().next() {
+                let mut bytes = [0u8; 3];
+                let _ = stream.read_exact(&mut bytes);
+                let _ = tx.send(bytes);
+            }
+        });
+        let (proxy_port, connects) = proxy();
+        let proxies = Matcher::builder()
+            .all(format!("http://127.0.0.1:{proxy_port}"))
+            .build();
+        let c = client(
+            &format!("https://localhost:{target_port}/mcp"),
+            &HeaderMap::new(),
+            &proxies,
+        );
+        assert_eq!(c.proxy(), Some(&*format!("http://127.0.0.1:{proxy_port}")));
+        let failed = c.post().send().await.expect_err("the target hangs up");
+        assert!(failed.is_connect(), "{failed:?}");
+        let connect = recv(&connects);
+        assert!(
+            connect.starts_with(&format!("CONNECT localhost:{target_port} HTTP/1.1\r\n")),
+            "{connect}"
+        );
+        assert_eq!(
+            header(&connect, "user-agent"),
+            Some(concat!("mcp-budget/", env!("CARGO_PKG_VERSION")))
+        );
+        // A TLS record of type handshake (22), version 3.x: the ClientHello, through the tunnel.
+        let bytes = first.recv_timeout(Duration::from_secs(10)).expect("bytes");
+        assert_eq!(bytes[..2], [22, 3], "{bytes:?}");
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_never_finishes_its_handshake_fails_at_the_connect_timeout() {
+        // Accepts, never answers the TLS ClientHello.
+        let (listener, port) = bound();
+        let _held = thread::spawn(move || {
+            let kept: Vec<_> = listener.incoming().take(4).collect();
+            thread::sleep(Duration::from_secs(30));
+            drop(kept);
+        });
+        let url = url::Url::parse(&format!("https://localhost:{port}/mcp")).expect("url");
+        let c = Client::with_proxies(
+            &url,
+            &HeaderMap::new(),
+            Duration::from_millis(500),
+            &Matcher::builder().build(),
+        )
+        .expect("client");
+        let started = std::time::Instant::now();
+        let failed = c.post().send().await.expect_err("no handshake");
+        assert!(failed.is_connect(), "{failed:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            format!("{failed:?}").contains("no connection within 0.5 s"),
+            "{failed:?}"
+        );
+    }
+
+    #[test]
+    fn a_socks_proxy_is_refused_at_start() {
+        let url = url::Url::parse("https://example.com/mcp").expect("url");
+        let proxies = Matcher::builder().all("socks5://127.0.0.1:1080").build();
+        let refused =
+            Client::with_proxies(&url, &HeaderMap::new(), Duration::from_secs(1), &proxies)
+                .err()
+                .expect("refused");
+        assert!(refused.to_string().contains("socks5://"), "{refused}");
     }
 }

@@ -249,7 +249,7 @@ impl Transport {
                 Err(e) => {
                     log::debug(format_args!(
                         "the upstream server's GET stream: {}",
-                        exchange::describe_error(&e, &self.shown)
+                        self.describe_error(&e)
                     ));
                     failures += 1;
                 }

@@ -260,7 +260,7 @@ impl Transport {
     /// logged.
     pub(super) async fn fail(&self, message: &Outgoing, failure: Failure) {
         let (text, upstream_error) = match failure {
-            Failure::Send(e) => (describe_error(&e, &self.shown), None),
+            Failure::Send(e) => (self.describe_error(&e), None),
             Failure::Other(text) => (text, None),
             Failure::Status(status, response) => self.describe_status(status, response).await,
         };
@@ -408,31 +408,37 @@ fn json_rpc_error(body: &[u8]) -> Option<(i64, String)> {
     Some((error.code, error.message))
 }
 
-/// A client error in words, with its causes (connection refused, the TLS error …) and
-/// without the URL's secrets (`url` is the shown one).
-pub(super) fn describe_error(error: &ClientError, url: &str) -> String {
-    let what = if error.is_connect() {
-        format!("cannot connect to the upstream server at {url}")
-    } else if error.is_timeout() {
-        format!("the upstream server at {url} did not answer in time")
-    } else if error.is_body() {
-        format!("the answer of the upstream server at {url} broke off")
-    } else {
-        format!("the request to the upstream server at {url} failed")
-    };
-    let mut causes = Vec::new();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !causes.contains(&text) {
-            causes.push(text);
+impl Transport {
+    /// A client error in words, with its causes (connection refused, the TLS error …), the
+    /// proxy when one is used, and without the URL's secrets (the shown URL).
+    pub(super) fn describe_error(&self, error: &ClientError) -> String {
+        let url = match self.client.proxy() {
+            Some(proxy) => format!("{} through the proxy {proxy}", self.shown),
+            None => self.shown.clone(),
+        };
+        let what = if error.is_connect() {
+            format!("cannot connect to the upstream server at {url}")
+        } else if error.is_timeout() {
+            format!("the upstream server at {url} did not answer in time")
+        } else if error.is_body() {
+            format!("the answer of the upstream server at {url} broke off")
+        } else {
+            format!("the request to the upstream server at {url} failed")
+        };
+        let mut causes = Vec::new();
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            let text = cause.to_string();
+            if !causes.contains(&text) {
+                causes.push(text);
+            }
+            source = cause.source();
         }
-        source = cause.source();
-    }
-    if causes.is_empty() {
-        what
-    } else {
-        format!("{what}: {}", causes.join(": "))
+        if causes.is_empty() {
+            what
+        } else {
+            format!("{what}: {}", causes.join(": "))
+        }
     }
 }
 

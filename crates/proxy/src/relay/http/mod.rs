@@ -76,7 +76,7 @@ mod renew;
 
 use message::Outgoing;
 
-/// How long connecting to the server may take: 30 s.
+/// How long making a connection to the server (TCP, a proxy's tunnel, TLS) may take: 30 s.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long the first messages wait for the GET stream to open: 2 s.
@@ -262,11 +262,12 @@ impl Transport {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = client::Client::new(&upstream.url, &upstream.headers, CONNECT_TIMEOUT)
             .map_err(RelayError::HttpClient)?;
+        let has_authorization = upstream.headers.contains_key(http::header::AUTHORIZATION)
+            || client.has_url_credentials();
         Ok(Arc::new(Transport {
             client,
             shown: upstream.shown_url(),
-            has_authorization: upstream.headers.contains_key(http::header::AUTHORIZATION)
-                || !upstream.url.username().is_empty(),
+            has_authorization,
             state: Mutex::new(State::default()),
             frames,
             max_line_bytes,
@@ -390,7 +391,7 @@ impl Transport {
             )),
             Err(e) => log::debug(format_args!(
                 "could not end the upstream session: {}",
-                exchange::describe_error(&e, &self.shown)
+                self.describe_error(&e)
             )),
         }
     }

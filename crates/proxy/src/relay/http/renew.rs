@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 
 use super::super::log;
 use super::Transport;
-use super::exchange::{self, PROTOCOL_VERSION, SESSION_ID, is_event_stream};
+use super::exchange::{PROTOCOL_VERSION, SESSION_ID, is_event_stream};
 use super::message::{is_response, negotiated_version};
 
 /// What a POST accepts (as in [`exchange`]).
@@ -91,7 +91,7 @@ impl Transport {
                         r.status()
                     ));
                 }
-                Err(e) => return Err(exchange::describe_error(&e, &self.shown)),
+                Err(e) => return Err(self.describe_error(&e)),
             }
         }
         log::warn(format_args!(
@@ -127,7 +127,7 @@ impl Transport {
             .body(initialize)
             .send()
             .await
-            .map_err(|e| exchange::describe_error(&e, &self.shown))?;
+            .map_err(|e| self.describe_error(&e))?;
         let status = response.status();
         if !status.is_success() {
             return Err(format!("a new initialize got HTTP {status}"));
@@ -148,7 +148,7 @@ impl Transport {
         } else {
             super::client::bytes(response)
                 .await
-                .map_err(|e| exchange::describe_error(&e, &self.shown))?
+                .map_err(|e| self.describe_error(&e))?
                 .to_vec()
         };
         if !is_response(&answer) || negotiated_version(&answer).is_none() {
