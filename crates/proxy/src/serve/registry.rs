@@ -65,11 +65,11 @@ impl Registry {
         }
     }
 
-    /// The live session with this id.
+    /// The live session with this id (not one that is ending: stopped, its relay finishing).
     pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
         lock(&self.sessions)
             .get(id)
-            .filter(|s| !s.has_ended())
+            .filter(|s| !s.has_ended() && !s.is_stopping())
             .cloned()
     }
 

@@ -162,6 +162,12 @@ impl Session {
         self.ended.load(Ordering::Acquire)
     }
 
+    /// It was told to stop ([`Session::stop`]): its relay may still be finishing, but no new
+    /// request is for it (a client's DELETE answered `204` makes the id unknown at once).
+    pub(crate) fn is_stopping(&self) -> bool {
+        lock(&self.stop).is_none()
+    }
+
     /// Why it ended (or, before that, why it is being stopped).
     pub(crate) fn end_reason(&self) -> String {
         lock(&self.reason)
