@@ -396,6 +396,22 @@ fn with_port(uri: &Uri, port: u16) -> Result<Uri, BoxError> {
     Ok(Uri::from_parts(parts)?)
 }
 
+/// The first `max` bytes of the body of `response` (fewer when it is shorter or breaks off):
+/// for a body that is only quoted or read for an error, whatever size the server sends.
+pub(super) async fn bytes_at_most(response: Response, max: usize) -> Bytes {
+    let mut body = response.into_body();
+    let mut kept = bytes::BytesMut::new();
+    while kept.len() < max {
+        let Some(Ok(frame)) = body.frame().await else {
+            break;
+        };
+        if let Some(data) = frame.data_ref() {
+            kept.extend_from_slice(&data[..data.len().min(max - kept.len())]);
+        }
+    }
+    kept.freeze()
+}
+
 /// The whole body of `response`.
 ///
 /// # Errors
@@ -725,5 +741,28 @@ mod tests {
                 .err()
                 .expect("refused");
         assert!(refused.to_string().contains("socks5://"), "{refused}");
+    }
+
+    #[tokio::test]
+    async fn an_error_body_is_read_up_to_its_bound() {
+        // 1 MB promised and sent; only the bound is kept.
+        let (listener, port) = bound();
+        thread::spawn(move || {
+            if let Some(Ok(mut stream)) = listener.incoming().next() {
+                let _ = read_head(&mut stream);
+                let head = "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 1000000\r\n\r\n";
+                let _ = stream.write_all(head.as_bytes());
+                let _ = stream.write_all(&vec![b'x'; 1_000_000]);
+            }
+        });
+        let c = client(
+            &format!("http://127.0.0.1:{port}/mcp"),
+            &HeaderMap::new(),
+            &Matcher::builder().build(),
+        );
+        let response = c.post().send().await.expect("sent");
+        assert_eq!(response.status(), 500);
+        let kept = bytes_at_most(response, 1000).await;
+        assert_eq!(&kept[..], &[b'x'; 1000][..]);
     }
 }

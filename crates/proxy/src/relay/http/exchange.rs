@@ -29,6 +29,10 @@ const NAME: &str = "mcp-name";
 /// What a POST accepts (MCP: "MUST include an Accept header listing both").
 const ACCEPT_POST: &str = "application/json, text/event-stream";
 
+/// How many bytes of an error status's body are read (quoted, or parsed as a JSON-RPC error):
+/// 64 KiB, so a server that answers an error with an endless body costs no more.
+const ERROR_BODY_BYTES: usize = 64 * 1024;
+
 /// How many bytes of an error body are quoted in a message.
 const QUOTED_BODY: usize = 300;
 
@@ -297,7 +301,7 @@ impl Transport {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| url::Url::parse(&self.shown).ok()?.join(v).ok())
             .map(|u| super::shown_url(&u));
-        let body = client::bytes(response).await.unwrap_or_default();
+        let body = client::bytes_at_most(response, ERROR_BODY_BYTES).await;
         let upstream_error = json_rpc_error(&body);
         let quoted = || {
             let text = String::from_utf8_lossy(&body[..body.len().min(QUOTED_BODY)]);
