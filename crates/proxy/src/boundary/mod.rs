@@ -176,12 +176,14 @@ pub struct Boundary {
 /// A `tools/call` result that goes out as the server wrote it
 /// ([`Boundary::pass_unchanged`]), to be accounted for once it has gone out.
 pub(crate) struct Unchanged {
+    /// The tool's name; empty when no one sees the accounting (`took` is then `None`).
     tool: String,
     passed: plain::Passed,
     upstream_ms: u64,
     /// How long the check took: the call's shaping time (a count left for later is not on
-    /// the call's path).
-    took: std::time::Duration,
+    /// the call's path). `None` when no one saw the accounting when the check began
+    /// ([`Boundary::calls_observed`]): the call is then not accounted for.
+    took: Option<std::time::Duration>,
 }
 
 impl Boundary {
@@ -333,26 +335,29 @@ impl Boundary {
         raw: &[u8],
         upstream_ms: u64,
     ) -> Option<Unchanged> {
-        let started = Instant::now();
+        // Nothing copied and no clock read for an accounting no one sees (the stdio proxy's
+        // default): this runs before the server's line goes out.
+        let started = self.calls_observed().then(Instant::now);
         let passed = plain::check_then_count(self, tool, raw)?;
         Some(Unchanged {
-            tool: tool.to_owned(),
+            tool: started.map(|_| tool.to_owned()).unwrap_or_default(),
             passed,
             upstream_ms,
-            took: started.elapsed(),
+            took: started.map(|s| s.elapsed()),
         })
     }
 
     /// Accounts (metrics, log line, telemetry) for a result that went out as it came, as
-    /// [`Boundary::shape_call_result`] would have; nothing when no one would see it (no
-    /// telemetry file, no per-call log event, metrics unread: the stdio proxy's default).
+    /// [`Boundary::shape_call_result`] would have; nothing when no one saw the accounting when
+    /// the check began (no telemetry file, no per-call log event, metrics unread: the stdio
+    /// proxy's default).
     pub(crate) fn account_unchanged(&self, unchanged: Unchanged) {
-        if !self.calls_observed() {
+        let Some(took) = unchanged.took else {
             return;
-        }
+        };
         let shaped = unchanged.passed.count(self);
         let started = Instant::now()
-            .checked_sub(unchanged.took)
+            .checked_sub(took)
             .unwrap_or_else(Instant::now);
         self.account(&unchanged.tool, shaped, unchanged.upstream_ms, started);
     }
@@ -434,8 +439,10 @@ impl Boundary {
     /// Whether a `tools/call` of `tool` is one the proxy answers itself (`read_more`,
     /// `query_response`, deferred mode's `find_tools`).
     pub fn answers(&self, tool: &str) -> bool {
-        let n = self.names();
-        tool == n.read_more || tool == n.query_response || tools_list::is_find_tools(self, tool)
+        // Borrowed under the lock, not cloned: the relay asks this of every call.
+        let listed = self.tools.read().map(|s| s.names.answers(tool));
+        listed.unwrap_or_else(|_| ToolNames::default().answers(tool))
+            || tools_list::is_find_tools(self, tool)
     }
 
     /// The names the injected tools are listed under: (`read_more`, `query_response`), or

@@ -137,12 +137,24 @@ fn defer_names(b: &Boundary) -> Option<DeferNames> {
 /// Whether a `tools/call` of `tool` may need [`route`]: it is `call_tool`, or allow/deny
 /// lists are set (a cheap check for the relay).
 pub(crate) fn may_route(b: &Boundary, tool: &str) -> bool {
-    config(b).is_some_and(|c| c.filters()) || defer_names(b).is_some_and(|n| n.call_tool == tool)
+    // Borrowed under the lock, not cloned: the relay asks this of every call.
+    config(b).is_some_and(|c| c.filters())
+        || b.tools.read().is_ok_and(|s| {
+            s.catalog
+                .names
+                .as_ref()
+                .is_some_and(|n| n.call_tool == tool)
+        })
 }
 
 /// Whether `tool` is deferred mode's `find_tools`.
 pub(crate) fn is_find_tools(b: &Boundary, tool: &str) -> bool {
-    defer_names(b).is_some_and(|n| n.find_tools == tool)
+    b.tools.read().is_ok_and(|s| {
+        s.catalog
+            .names
+            .as_ref()
+            .is_some_and(|n| n.find_tools == tool)
+    })
 }
 
 /// What to do with a client's `tools/call` (`params` as sent): see the module docs.

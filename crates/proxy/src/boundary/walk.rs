@@ -40,6 +40,13 @@ pub(crate) struct ToolNames {
     pub(crate) refs: bool,
 }
 
+impl ToolNames {
+    /// Whether `tool` is one of the two injected tools.
+    pub(crate) fn answers(&self, tool: &str) -> bool {
+        tool == self.read_more || tool == self.query_response
+    }
+}
+
 impl Default for ToolNames {
     fn default() -> ToolNames {
         ToolNames {

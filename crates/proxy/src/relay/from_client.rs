@@ -273,7 +273,7 @@ async fn relay_line(line: &[u8], server: &mut ToServer, shared: &Arc<Shared>, ou
         cancelled: false,
     };
     let tracked = entry.track != Track::Other;
-    let inserted = shared.pending().insert(key.clone(), entry);
+    let inserted = shared.pending().insert(key, entry);
     match inserted {
         Ok(None) => {}
         Ok(Some(_)) => log::warn(format_args!(
@@ -295,7 +295,7 @@ async fn relay_line(line: &[u8], server: &mut ToServer, shared: &Arc<Shared>, ou
     }
     if !server.send(line).await {
         // The server stopped reading: answer now rather than when it is reaped.
-        let taken = shared.pending().take(&key);
+        let taken = shared.pending().take(&route::id_key(raw_id));
         if taken.is_some() {
             let message = "upstream server is not reading its input (it may have exited); the request was not delivered";
             send(

@@ -498,7 +498,8 @@ fn shape(
     upstream_ms: u64,
     parsed: Option<Value>,
 ) -> (Vec<u8>, Option<crate::relay::Unchanged>) {
-    let started = Instant::now();
+    // The clock is read for the debug lines only.
+    let started = log::debug_on().then(Instant::now);
     // Small plain text the shaper would give back unchanged: the server's line as it came
     // (a panic there is as if it had said no: the result is then shaped).
     if let Track::Call { tool } = &entry.track
@@ -513,7 +514,7 @@ fn shape(
                 "{} result of {} bytes: passed unchanged in {:?}",
                 entry.method,
                 span.len(),
-                started.elapsed()
+                started.map(|s| s.elapsed()).unwrap_or_default()
             ));
         }
         return (line, Some(unchanged));
@@ -532,7 +533,7 @@ fn shape(
                 }
             }
         };
-    let parsed = started.elapsed();
+    let parsed = started.map(|s| s.elapsed()).unwrap_or_default();
     let shaped = catch_unwind(AssertUnwindSafe(|| match &entry.track {
         Track::Call { tool } => shaper.shape_call_result(tool, value, upstream_ms),
         Track::List { first_page } => shaper.shape_list_result(value, *first_page),
@@ -548,7 +549,10 @@ fn shape(
             "{} result of {} bytes: parsed in {parsed:?}, shaped and written in {:?}",
             entry.method,
             span_len,
-            started.elapsed().saturating_sub(parsed)
+            started
+                .map(|s| s.elapsed())
+                .unwrap_or_default()
+                .saturating_sub(parsed)
         ));
     }
     let line = spliced.unwrap_or_else(|e| {

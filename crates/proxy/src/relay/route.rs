@@ -141,6 +141,26 @@ pub(crate) fn id_key(raw: &[u8]) -> Vec<u8> {
 /// length keep their exact value. `None` when `raw` is not a JSON number, or its exponent does
 /// not fit an `i64`.
 fn number_key(raw: &[u8]) -> Option<Vec<u8>> {
+    // The usual id, a positive integer with fewer than ten trailing zeros, without the
+    // allocations and the formatting of the general case (which gives the same key).
+    if let [b'1'..=b'9', ..] = raw
+        && raw.iter().all(u8::is_ascii_digit)
+    {
+        let trailing = raw.iter().rev().take_while(|&&d| d == b'0').count();
+        if trailing < 10 {
+            let mut key = Vec::with_capacity(raw.len() + 3);
+            key.push(b'n');
+            key.extend_from_slice(&raw[..raw.len() - trailing]);
+            key.push(b'e');
+            key.push(b'0' + trailing as u8);
+            return Some(key);
+        }
+    }
+    general_number_key(raw)
+}
+
+/// [`number_key`] for any spelling.
+fn general_number_key(raw: &[u8]) -> Option<Vec<u8>> {
     let digits = |b: &[u8]| b.iter().take_while(|d| d.is_ascii_digit()).count();
     let (negative, rest) = match raw.split_first() {
         Some((b'-', rest)) => (true, rest),
@@ -528,6 +548,8 @@ mod tests {
             assert_ne!(id_key(a.as_bytes()), id_key(b.as_bytes()), "{a} {b}");
         }
         assert_eq!(number_key(b"1000.0").as_deref(), Some(&b"n1e3"[..]));
+        assert_eq!(number_key(b"1000").as_deref(), Some(&b"n1e3"[..]));
+        assert_eq!(number_key(b"10").as_deref(), Some(&b"n1e1"[..]));
         assert_eq!(number_key(b"-0.25").as_deref(), Some(&b"n-25e-2"[..]));
         for not_a_number in [
             "",
@@ -542,6 +564,22 @@ mod tests {
             "1e99999999999999999999",
         ] {
             assert_eq!(number_key(not_a_number.as_bytes()), None, "{not_a_number}");
+        }
+    }
+
+    #[test]
+    fn an_integer_id_keys_as_the_general_spelling_does() {
+        let mut ids: Vec<String> = (0..20_000u64).map(|n| n.to_string()).collect();
+        for zeros in 0..14 {
+            ids.push(format!("7{}", "0".repeat(zeros)));
+            ids.push(format!("12345678901234567890{}", "0".repeat(zeros)));
+        }
+        for id in ids {
+            assert_eq!(
+                number_key(id.as_bytes()),
+                general_number_key(id.as_bytes()),
+                "{id}"
+            );
         }
     }
 
