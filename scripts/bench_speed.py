@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """Speed of real servers direct vs through `mcp-budget proxy` (issue 14), with the official
-Python `mcp` client, in one run: every round calls each case on every path in turn (rotating
-which path goes first), so a change of load on a shared machine hits all paths alike.
+Python `mcp` client, in one run: every round calls each case on every path in turn (in a new
+random order each round: a fixed rotation always runs the same path just before the proxy, and
+what ran just before sets what is left in the shared caches), so a change of load on a shared
+machine hits all paths alike.
 
     E2E_CACHE=/work/e2e-cache $E2E_CACHE/venv/bin/python scripts/bench_speed.py \
         target/release/mcp-budget [--relay target/release/copy-relay] [--baseline OLD_BINARY] \
         [--rounds 7] [--only dirtree-1MB,git_diff]
 
 Paths: `direct` (the server itself), `proxy` (this binary), `baseline` (another mcp-budget,
-e.g. a build from before a change) and `relay` (a pure byte-copy stdio relay, `copy-relay` of
-crates/bench: the floor any stdio proxy pays for its hop). Times are client-side: from
+e.g. a build from before a change), `relay` (a pure byte-copy stdio relay, `copy-relay` of
+crates/bench: two blocking threads, the tightest floor a stdio proxy pays for its hop) and, when
+`socat` is on the PATH, `socat` (`socat STDIO EXEC:<server>`, the byte-copy relay issue 14
+measured against; `--no-socat` leaves it out). Times are client-side: from
 `call_tool` to the parsed, validated result (for the proxy: page 1). Ratios are medians of
-the per-round ratios to `direct` (and, for the proxy, to `relay`).
+the per-round ratios to `direct` (and, for the proxy, to `relay` and `socat`).
 
 Cases (the servers and packages are the e2e suite's, from $E2E_CACHE):
 - dirtree-1MB / dirtree-12MB: @modelcontextprotocol/server-filesystem `directory_tree` of a
@@ -27,6 +31,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
+import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -89,6 +96,9 @@ def params(path: str, command: str, args: list[str], env: dict | None, binaries:
         return StdioServerParameters(command=command, args=args, env=env)
     if path == "relay":
         return StdioServerParameters(command=binaries["relay"], args=["--", command, *args], env=env)
+    if path == "socat":
+        exec_ = shlex.join([command, *args])
+        return StdioServerParameters(command=binaries["socat"], args=["-b", "65536", "STDIO", f"EXEC:{exec_}"], env=env)
     return StdioServerParameters(command=binaries[path], args=["proxy", "--", command, *args], env=env)
 
 
@@ -99,6 +109,7 @@ async def main() -> None:
     ap.add_argument("--relay", help="copy-relay binary (crates/bench); default: beside BINARY")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--only", help="comma-separated case names")
+    ap.add_argument("--no-socat", action="store_true", help="leave socat out even when it is installed")
     opts = ap.parse_args()
 
     binaries = {"proxy": str(Path(opts.binary).resolve())}
@@ -107,6 +118,9 @@ async def main() -> None:
         binaries["relay"] = relay
     else:
         print(f"(no byte-copy relay at {relay}: build it with cargo build --release -p mcp-budget-bench)")
+    socat = shutil.which("socat")
+    if socat and not opts.no_socat:
+        binaries["socat"] = socat
     if opts.baseline:
         binaries["baseline"] = str(Path(opts.baseline).resolve())
     paths = ["direct", *binaries]
@@ -145,8 +159,9 @@ async def main() -> None:
 
     print(f"paths: {', '.join(paths)}; {opts.rounds} rounds (+1 warm-up)\n")
     print("| case | reply bytes (direct → proxy) | " + " | ".join(f"{p} ms" for p in paths)
-          + " | proxy ÷ direct | proxy ÷ relay |" + (" proxy ÷ baseline |" if "baseline" in paths else ""))
-    print("|---|---:|" + "---:|" * len(paths) + "---:|---:|" + ("---:|" if "baseline" in paths else ""))
+          + " | proxy ÷ direct | proxy ÷ relay | proxy ÷ socat |" + (" proxy ÷ baseline |" if "baseline" in paths else ""))
+    print("|---|---:|" + "---:|" * len(paths) + "---:|---:|---:|" + ("---:|" if "baseline" in paths else ""))
+    shuffle = random.Random(14)
     for name, command, args, env, tool, arguments, calls in cases:
         async with AsyncExitStack() as stack:
             clients = {}
@@ -160,7 +175,8 @@ async def main() -> None:
             times = {p: [] for p in paths}
             sizes = {}
             for r in range(opts.rounds + 1):
-                order = paths[r % len(paths):] + paths[: r % len(paths)]
+                order = list(paths)
+                shuffle.shuffle(order)
                 for p in order:
                     t0 = time.perf_counter()
                     for _ in range(calls):
@@ -178,7 +194,7 @@ async def main() -> None:
 
         row = f"| {name} | {sizes['direct']:,} → {sizes['proxy']:,} | "
         row += " | ".join(f"{med[p] * 1e3:.2f}" for p in paths)
-        row += f" | {ratio('proxy', 'direct')} | {ratio('proxy', 'relay')} |"
+        row += f" | {ratio('proxy', 'direct')} | {ratio('proxy', 'relay')} | {ratio('proxy', 'socat')} |"
         if "baseline" in paths:
             row += f" {ratio('proxy', 'baseline')} |"
         print(row, flush=True)
