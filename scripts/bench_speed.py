@@ -12,10 +12,10 @@ machine hits all paths alike.
 Paths: `direct` (the server itself), `proxy` (this binary), `baseline` (another mcp-budget,
 e.g. a build from before a change), `relay` (a pure byte-copy stdio relay, `copy-relay` of
 crates/bench: two blocking threads, the tightest floor a stdio proxy pays for its hop) and, when
-`socat` is on the PATH, `socat` (`socat STDIO EXEC:<server>`, the byte-copy relay issue 14
-measured against; `--no-socat` leaves it out). Times are client-side: from
+`socat` is on the PATH, `socat` (`socat -b 65536 STDIO EXEC:<server>,pipes`, the byte-copy
+relay issue 14 measured against; `--no-socat` leaves it out). Times are client-side: from
 `call_tool` to the parsed, validated result (for the proxy: page 1). Ratios are medians of
-the per-round ratios to `direct` (and, for the proxy, to `relay` and `socat`).
+the per-round ratios of the proxy to `direct`, `relay`, `socat` and `baseline`.
 
 Cases (the servers and packages are the e2e suite's, from $E2E_CACHE):
 - dirtree-1MB / dirtree-12MB: @modelcontextprotocol/server-filesystem `directory_tree` of a
@@ -32,7 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shlex
+import re
 import shutil
 import statistics
 import subprocess
@@ -97,8 +97,10 @@ def params(path: str, command: str, args: list[str], env: dict | None, binaries:
     if path == "relay":
         return StdioServerParameters(command=binaries["relay"], args=["--", command, *args], env=env)
     if path == "socat":
-        exec_ = shlex.join([command, *args])
-        return StdioServerParameters(command=binaries["socat"], args=["-b", "65536", "STDIO", f"EXEC:{exec_}"], env=env)
+        # socat strips quotes and backslashes, reads `,` and `:` as its own separators and then
+        # splits EXEC's command at spaces: the cases' words (checked in main) need none of them.
+        exec_ = " ".join([command, *args])
+        return StdioServerParameters(command=binaries["socat"], args=["-b", "65536", "STDIO", f"EXEC:{exec_},pipes"], env=env)
     return StdioServerParameters(command=binaries[path], args=["proxy", "--", command, *args], env=env)
 
 
@@ -156,6 +158,12 @@ async def main() -> None:
         ("echo", everything, ["stdio"], None, "echo", {"message": "hello"}, ECHO_CALLS),
     ]
     cases = [c for c in cases if wanted(c[0])]
+    if "socat" in binaries and any(
+        not re.fullmatch(r"[A-Za-z0-9@%+=./_-]+", w) for c in cases for w in [c[1], *c[2]]
+    ):
+        print("(no socat path: a word of a server's command has a character socat's EXEC would read as syntax)")
+        del binaries["socat"]
+        paths.remove("socat")
 
     print(f"paths: {', '.join(paths)}; {opts.rounds} rounds (+1 warm-up)\n")
     print("| case | reply bytes (direct → proxy) | " + " | ".join(f"{p} ms" for p in paths)

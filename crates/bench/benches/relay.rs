@@ -9,9 +9,11 @@
 //! (the server's own pipes), `relay` (`copy-relay` of this crate: stdin → child stdin, child
 //! stdout → stdout on two blocking threads, nothing parsed; the tightest floor a stdio proxy
 //! pays for its hop), `proxy` (`mcp-budget proxy`) and, when `socat` is on the `PATH`, `socat`
-//! (`socat STDIO EXEC:<server>`, the byte-copy relay issue 14 measured its 1.02–1.03× against;
-//! `RELAY_SOCAT=0` leaves it out). Calls take turns across the paths, in a new random order each round,
-//! so a change of load on the shared machine hits all of them alike; each timed call is one
+//! (`socat -b 65536 STDIO EXEC:<server>,pipes`: the byte-copy relay issue 14 measured its
+//! 1.02–1.03× against, talking to the server over pipes as the other paths do; `RELAY_SOCAT=0`
+//! leaves it out, and so does a server command with a word socat's address syntax would
+//! change). Calls take turns across the paths, in a new random order each round, so a change
+//! of load on the shared machine hits all of them alike; each timed call is one
 //! `tools/call` round trip, written as one line in one write (as the SDKs' stdio transports
 //! write a message), the reply read as a line and parsed as JSON, as a client would. Prints
 //! the medians and the ratios of the proxy to each other path. With
@@ -20,7 +22,7 @@
 //! The `mcp-budget` binary: `MCP_BUDGET_BIN`, else `mcp-budget` beside this bench's target
 //! directory (`target/release/mcp-budget`). `RELAY_CALLS` sets the calls per path (default
 //! 3,000; the first 10% are a warm-up). `RELAY_SERVER="<command> <args>…"` (split at
-//! whitespace) puts another server behind the three paths, e.g. issue 14's own case,
+//! whitespace) puts another server behind all the paths, e.g. issue 14's own case,
 //! `@modelcontextprotocol/server-everything` (`node …/server-everything/dist/index.js stdio`):
 //! the call is then `echo` with `{"message":"small"}`.
 
@@ -175,18 +177,19 @@ fn main() {
     .flatten()
     .collect();
     let mut expected = 3;
-    // socat's EXEC splits its command at spaces: the server's words joined back.
     if std::env::var("RELAY_SOCAT").as_deref() != Ok("0") && on_path("socat") {
-        let exec = server
-            .iter()
-            .map(|w| w.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
-        paths.extend(Path::spawn(
-            "socat",
-            Command::new("socat").args(["-b", "65536", "STDIO", &format!("EXEC:{exec}")]),
-        ));
-        expected += 1;
+        match socat_exec(&server) {
+            Some(exec) => {
+                paths.extend(Path::spawn(
+                    "socat",
+                    Command::new("socat").args(["-b", "65536", "STDIO", &exec]),
+                ));
+                expected += 1;
+            }
+            None => eprintln!(
+                "(no socat path: a word of the server's command has a character socat's EXEC would read as syntax)"
+            ),
+        }
     }
     // `MCP_BUDGET_BASELINE=<another mcp-budget>`: its proxy as one more path (before/after).
     if let Some(b) = std::env::var_os("MCP_BUDGET_BASELINE") {
@@ -258,6 +261,23 @@ fn main() {
 
 /// The index of the proxy's path in `paths`.
 const PROXY: usize = 2;
+
+/// socat's `EXEC:<command>,pipes` address for the server's words, or `None` when a word has a
+/// character other than `A-Za-z0-9@%+=./_-`: socat strips quotes and backslashes, reads `,`
+/// and `:` as its own separators, and then splits the command at spaces, so no quoting keeps
+/// such a word whole.
+fn socat_exec(words: &[std::ffi::OsString]) -> Option<String> {
+    let safe = |w: &str| {
+        !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"@%+=./_-".contains(&b))
+    };
+    let words: Vec<&str> = words.iter().map(|w| w.to_str()).collect::<Option<_>>()?;
+    words
+        .iter()
+        .all(|w| safe(w))
+        .then(|| format!("EXEC:{},pipes", words.join(" ")))
+}
 
 /// Whether `program` is found on the `PATH`.
 fn on_path(program: &str) -> bool {
