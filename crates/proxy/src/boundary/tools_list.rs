@@ -137,24 +137,20 @@ fn defer_names(b: &Boundary) -> Option<DeferNames> {
 /// Whether a `tools/call` of `tool` may need [`route`]: it is `call_tool`, or allow/deny
 /// lists are set (a cheap check for the relay).
 pub(crate) fn may_route(b: &Boundary, tool: &str) -> bool {
-    // Borrowed under the lock, not cloned: the relay asks this of every call.
-    config(b).is_some_and(|c| c.filters())
-        || b.tools.read().is_ok_and(|s| {
-            s.catalog
-                .names
-                .as_ref()
-                .is_some_and(|n| n.call_tool == tool)
-        })
+    config(b).is_some_and(|c| c.filters()) || defer_names_match(b, |n| n.call_tool == tool)
+}
+
+/// Whether deferred mode's names (borrowed under the lock, not cloned: the relay asks this of
+/// every call) satisfy `check`; `false` outside deferred mode or with a poisoned lock.
+fn defer_names_match(b: &Boundary, check: impl FnOnce(&DeferNames) -> bool) -> bool {
+    b.tools
+        .read()
+        .is_ok_and(|s| s.catalog.names.as_ref().is_some_and(check))
 }
 
 /// Whether `tool` is deferred mode's `find_tools`.
 pub(crate) fn is_find_tools(b: &Boundary, tool: &str) -> bool {
-    b.tools.read().is_ok_and(|s| {
-        s.catalog
-            .names
-            .as_ref()
-            .is_some_and(|n| n.find_tools == tool)
-    })
+    defer_names_match(b, |n| n.find_tools == tool)
 }
 
 /// What to do with a client's `tools/call` (`params` as sent): see the module docs.

@@ -500,6 +500,7 @@ fn shape(
 ) -> (Vec<u8>, Option<crate::relay::Unchanged>) {
     // The clock is read for the debug lines only.
     let started = log::debug_on().then(Instant::now);
+    let elapsed = || started.map(|s| s.elapsed()).unwrap_or_default();
     // Small plain text the shaper would give back unchanged: the server's line as it came
     // (a panic there is as if it had said no: the result is then shaped).
     if let Track::Call { tool } = &entry.track
@@ -514,7 +515,7 @@ fn shape(
                 "{} result of {} bytes: passed unchanged in {:?}",
                 entry.method,
                 span.len(),
-                started.map(|s| s.elapsed()).unwrap_or_default()
+                elapsed()
             ));
         }
         return (line, Some(unchanged));
@@ -533,7 +534,7 @@ fn shape(
                 }
             }
         };
-    let parsed = started.map(|s| s.elapsed()).unwrap_or_default();
+    let parsed = elapsed();
     let shaped = catch_unwind(AssertUnwindSafe(|| match &entry.track {
         Track::Call { tool } => shaper.shape_call_result(tool, value, upstream_ms),
         Track::List { first_page } => shaper.shape_list_result(value, *first_page),
@@ -549,10 +550,7 @@ fn shape(
             "{} result of {} bytes: parsed in {parsed:?}, shaped and written in {:?}",
             entry.method,
             span_len,
-            started
-                .map(|s| s.elapsed())
-                .unwrap_or_default()
-                .saturating_sub(parsed)
+            elapsed().saturating_sub(parsed)
         ));
     }
     let line = spliced.unwrap_or_else(|e| {
