@@ -28,8 +28,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-bytes", type=int, default=60_000, help="the limiter's max_size (bytes)")
     ap.add_argument("--mode", default="auto",
-                    help="the backend's protocol era (FastMCP's `mode`; its default, mirroring the front's era, "
-                         "asks a 2026-07-28 era of servers that speak only the handshake era)")
+                    help="the backend's protocol era (FastMCP's `mode`); FastMCP's own default mirrors the "
+                         "client's era, and a 2026-07-28 client then fails against a server that speaks only "
+                         "the handshake era")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- <command> <args>...")
     opts = ap.parse_args()
     command = opts.command[1:] if opts.command[:1] == ["--"] else opts.command
