@@ -9,6 +9,7 @@
 //! - [`head`]: the first part of a long JSON text, read alone (page 1 without the whole).
 //! - [`paginate`]: budgeted, lossless pages of any JSON value or text.
 //! - [`summary`]: a bounded structural summary of a JSON value (the elision preview).
+//! - [`client`]: client profiles: what each MCP client hands its model, and its caps.
 //! - [`blob`]: detection of base64 blobs and `data:` URIs inside JSON strings.
 //! - [`measure`]: what a payload costs in tokens and what each compaction would save.
 //! - [`uuid`]: UUIDs in text and their 12-hex prefixes (the `uuid_prefix` option).
@@ -20,6 +21,7 @@
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod blob;
+pub mod client;
 pub mod compact;
 pub mod dialect;
 pub mod head;
