@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use mcp_budget_core::client::Profile;
 use mcp_budget_core::tokens::Encoding;
 use mcp_budget_proxy::boundary::Boundary;
 use mcp_budget_proxy::config::{self, Settings};
@@ -32,13 +33,15 @@ pub(crate) struct Args {
     max_tokens: Option<usize>,
 
     /// Tokenizer: cl100k_base | o200k_base | chars4 | bytes | <path to tokenizer.json>
-    #[arg(
-        long,
-        value_name = "E",
-        env = "MCP_BUDGET_ENCODING",
-        default_value = "cl100k_base"
-    )]
-    encoding: Encoding,
+    /// [default: the client's, cl100k_base but for codex and copilot-cli: o200k_base]
+    #[arg(long, value_name = "E", env = "MCP_BUDGET_ENCODING")]
+    encoding: Option<Encoding>,
+
+    /// How the client hands results to its model: generic (default; safe in every client at
+    /// the default budget), claude-code, claude-desktop, codex, vscode, cursor, gemini-cli,
+    /// opencode, copilot-cli, windsurf, kiro, cline
+    #[arg(long, value_name = "NAME", env = "MCP_BUDGET_CLIENT")]
+    client: Option<Profile>,
 
     /// Significant digits for floats, 0 = exact [default: 9]
     #[arg(long, value_name = "N", env = "MCP_BUDGET_PRECISION")]
@@ -198,7 +201,11 @@ impl Args {
     pub(crate) fn settings(&self) -> Settings {
         Settings {
             max_tokens: self.max_tokens,
-            encoding: self.encoding.clone(),
+            encoding: self.encoding.clone().unwrap_or_else(|| {
+                let profile = self.client.clone().unwrap_or_default();
+                profile.encoding.parse().unwrap_or_default()
+            }),
+            client: self.client.clone(),
             precision: self.precision,
             config_path: self.config.clone(),
             log_path: self.log.clone(),

@@ -191,3 +191,35 @@ pub struct InvalidArguments {
     /// The arguments the tool takes.
     pub hint: String,
 }
+
+/// The member of a paged result's `structuredContent` object that carries its meta item (the
+/// same object as the last content item's text), so that a client which hands its model only
+/// `JSON.stringify(structuredContent)` (Claude Code, VS Code, Codex) still shows that the
+/// result is paged and how to read on. The proxy declares it in every `outputSchema` it lists
+/// ([`structured_meta_schema`]), so the page stays valid against that schema.
+pub const STRUCTURED_META_KEY: &str = "mcp-budget";
+
+/// The note put beside the meta item inside a page's `structuredContent`: members the page does
+/// not show are given reduced (arrays empty, long strings empty) to keep the value valid
+/// against its schema, and must not be read as data.
+pub const STRUCTURED_META_NOTE: &str =
+    "Paged: only the part named by `shown` is data; other arrays and strings here may be left empty. Read the rest with the hint.";
+
+/// The JSON Schema of [`STRUCTURED_META_KEY`] as listed in an `outputSchema`: an object,
+/// present only on paged results.
+pub fn structured_meta_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "description": "Present only when the result was paged by mcp-budget: where this page is and how to read the rest (read_more / query_response)."
+    })
+}
+
+/// `_meta` of the injected tools in `tools/list`: `anthropic/alwaysLoad` keeps Claude Code from
+/// deferring them behind its tool search (so reading on needs no search round trip), and
+/// `anthropic/searchHint` says what they are for when a client searches anyway.
+pub fn injected_tool_meta() -> serde_json::Value {
+    serde_json::json!({
+        "anthropic/alwaysLoad": true,
+        "anthropic/searchHint": "read the rest of a paged (truncated) tool result: next_cursor, response_id"
+    })
+}

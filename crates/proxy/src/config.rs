@@ -74,6 +74,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use mcp_budget_core::client::Profile;
 use mcp_budget_core::tokens::Encoding;
 use serde::Deserialize;
 
@@ -345,6 +346,9 @@ pub struct ConfigFile {
     /// `[mux]`: options of the multi-server proxy.
     #[serde(default)]
     pub mux: MuxSection,
+    /// `[client]`: how the client hands results to its model (`name = "codex"`).
+    #[serde(default)]
+    pub client: FileClient,
 }
 
 /// `[upstream]` of the TOML file: a remote MCP server over Streamable HTTP, used by `proxy`
@@ -366,10 +370,19 @@ impl ConfigFile {
     /// # Errors
     /// [`ConfigError::Toml`] on bad TOML, a wrong type or an unknown key.
     pub fn parse(text: &str, path: &Path) -> Result<ConfigFile, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Toml {
+        let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Toml {
             path: path.to_path_buf(),
             message: e.to_string(),
-        })
+        })?;
+        if let Some(name) = &file.client.name
+            && let Err(e) = name.parse::<Profile>()
+        {
+            return Err(ConfigError::Toml {
+                path: path.to_path_buf(),
+                message: format!("[client] name: {e}"),
+            });
+        }
+        Ok(file)
     }
 }
 
@@ -491,6 +504,9 @@ pub struct Settings {
     /// Whose responses this boundary makes and reads (`serve`: the session, or the bearer
     /// token's SHA-256). `None`: `local`.
     pub principal: Option<String>,
+    /// `--client` / `MCP_BUDGET_CLIENT`: how the client hands results to its model. `None`
+    /// when not given (then `[client] name`, then `generic`); see [`Settings::profile`].
+    pub client: Option<Profile>,
     /// `--store-ca` / `MCP_BUDGET_STORE_CA`: PEM CA file trusted for `rediss://`. `None`:
     /// `[store] ca_file`, then the system's roots.
     pub store_ca: Option<PathBuf>,
@@ -524,8 +540,33 @@ impl Default for Settings {
             principal: None,
             store_ca: None,
             store_cache_bytes: None,
+            client: None,
         }
     }
+}
+
+impl Settings {
+    /// The client profile in force: `--client`, then `[client] name` of the config file (an
+    /// unknown name there was refused when the file was loaded), then `generic`.
+    pub fn profile(&self) -> Profile {
+        if let Some(p) = &self.client {
+            return p.clone();
+        }
+        self.file
+            .as_ref()
+            .and_then(|f| f.client.name.as_deref())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_default()
+    }
+}
+
+/// `[client]` of the config file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileClient {
+    /// A profile name of [`mcp_budget_core::client::PROFILES`] (`generic`, `claude-code`,
+    /// `codex`, …).
+    pub name: Option<String>,
 }
 
 /// The rule in force for one tool, after applying the precedence.

@@ -92,6 +92,8 @@ pub(crate) struct Shaped {
     pub(crate) bytes: u64,
     pub(crate) tokens: u64,
     pub(crate) pre_texts: Vec<String>,
+    /// The vision cost of the inline images in `tokens` (tokens).
+    pub(crate) image_tokens: u64,
 }
 
 /// The content items of a shaped set of documents (banner not included).
@@ -127,16 +129,54 @@ pub(crate) fn banner_item(b: &Boundary) -> Option<Value> {
         .map(|t| json!({"type":"text","text":t}))
 }
 
-pub(crate) fn shape(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
-    match super::early::shape(b, tool, &mut result, super::early::MIN_SOURCE_BYTES) {
+#[cfg(test)]
+pub(crate) fn shape(b: &Boundary, tool: &str, result: Value) -> Shaped {
+    shape_at(b, tool, result, None)
+}
+
+/// [`shape`] with the budget of the tool's rule replaced by `budget` tokens when given (the
+/// client fit asks for smaller pages this way: [`super::client_fit`]).
+pub(crate) fn shape_at(
+    b: &Boundary,
+    tool: &str,
+    mut result: Value,
+    budget: Option<usize>,
+) -> Shaped {
+    match super::early::shape_at(
+        b,
+        tool,
+        &mut result,
+        super::early::MIN_SOURCE_BYTES,
+        budget,
+    ) {
         Some(shaped) => shaped,
-        None => shape_full(b, tool, result),
+        None => shape_full_at(b, tool, result, budget),
     }
+}
+
+/// The rule in force for `tool`, its budget replaced by `budget` tokens when given.
+pub(crate) fn rule(b: &Boundary, tool: &str, budget: Option<usize>) -> crate::config::EffectiveRule {
+    let mut rule = b.settings.rule_for(tool);
+    if let Some(budget) = budget {
+        rule.max_tokens = budget.max(mcp_budget_core::MIN_BUDGET_TOKENS);
+    }
+    rule
 }
 
 /// [`shape`] without the early page 1 of a long JSON text ([`super::early`]): every document
 /// parsed and rendered whole first.
-pub(crate) fn shape_full(b: &Boundary, tool: &str, mut result: Value) -> Shaped {
+#[cfg(test)]
+pub(crate) fn shape_full(b: &Boundary, tool: &str, result: Value) -> Shaped {
+    shape_full_at(b, tool, result, None)
+}
+
+/// [`shape_full`] at `budget` tokens when given (see [`shape_at`]).
+pub(crate) fn shape_full_at(
+    b: &Boundary,
+    tool: &str,
+    mut result: Value,
+    budget: Option<usize>,
+) -> Shaped {
     let unshaped = |result: Value| Shaped {
         result,
         outcome: Outcome::Error,
@@ -145,6 +185,7 @@ pub(crate) fn shape_full(b: &Boundary, tool: &str, mut result: Value) -> Shaped 
         bytes: 0,
         tokens: 0,
         pre_texts: Vec::new(),
+        image_tokens: 0,
     };
     let Some(obj) = result.as_object_mut() else {
         return unshaped(result);
@@ -153,7 +194,7 @@ pub(crate) fn shape_full(b: &Boundary, tool: &str, mut result: Value) -> Shaped 
         Some(Value::Array(items)) => std::mem::take(items),
         _ => return unshaped(result),
     };
-    let rule = b.settings.rule_for(tool);
+    let rule = rule(b, tool, budget);
     // The trees about to be parsed need room beside the cache (see `Store::make_room_for`).
     b.store.make_room_for(
         content
@@ -428,6 +469,7 @@ pub(crate) fn shape_full(b: &Boundary, tool: &str, mut result: Value) -> Shaped 
         bytes: emitted.bytes,
         tokens: emitted.tokens,
         pre_texts,
+        image_tokens: image_tokens as u64,
     }
 }
 

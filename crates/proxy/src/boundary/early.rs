@@ -170,16 +170,28 @@ const TREE_BYTES_PER_BYTE: usize = 10;
 /// Shapes `result` by its head when it qualifies (see the module docs; texts of fewer than
 /// `min_bytes` bytes do not: [`MIN_SOURCE_BYTES`] but in tests); `None` leaves it untouched
 /// for [`super::call::shape_full`].
+#[cfg(test)]
 pub(crate) fn shape(
     b: &Boundary,
     tool: &str,
     result: &mut Value,
     min_bytes: usize,
 ) -> Option<Shaped> {
+    shape_at(b, tool, result, min_bytes, None)
+}
+
+/// [`shape`] at `budget` tokens when given (see [`super::call::shape_at`]).
+pub(crate) fn shape_at(
+    b: &Boundary,
+    tool: &str,
+    result: &mut Value,
+    min_bytes: usize,
+    budget: Option<usize>,
+) -> Option<Shaped> {
     if b.store.id_len() != 12 {
         return None;
     }
-    let rule = b.settings.rule_for(tool);
+    let rule = super::call::rule(b, tool, budget);
     if rule.transform.is_some()
         || rule.uuid_prefix
         || rule.tables == Tables::Auto
@@ -303,6 +315,7 @@ pub(crate) fn shape(
         bytes: page_bytes as u64,
         tokens: sheet.tokens as u64,
         pre_texts,
+        image_tokens: 0,
     })
 }
 

@@ -92,14 +92,16 @@ pub(crate) fn definitions(names: &ToolNames) -> [Value; 2] {
             "title": "Read more of a long tool result",
             "description": "Next page of a shortened tool result, from the proxy's cache.",
             "inputSchema": read_more_schema(),
-            "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
+            "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false},
+            "_meta": mcp_budget_core::wire::injected_tool_meta()
         }),
         json!({
             "name": names.query_response,
             "title": "Query a long tool result with jq",
             "description": "Run a jq query on the full cached result of a shortened response, e.g. '.items|length'.",
             "inputSchema": query_response_schema(),
-            "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
+            "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false},
+            "_meta": mcp_budget_core::wire::injected_tool_meta()
         }),
     ]
 }
@@ -377,10 +379,10 @@ fn read_more(b: &Boundary, args: &Value, names: &ToolNames) -> Answer {
     content.push(json!({"type":"text","text":page.meta}));
     let mut result = serde_json::Map::new();
     result.insert("content".into(), Value::Array(content));
-    if let Some(sc) = sheet.sc.value {
-        // A page of a structuredContent carries it (made valid like page 1's).
-        result.insert("structuredContent".into(), sc);
-    }
+    // No structuredContent after page 1: `read_more` declares no outputSchema, and a client
+    // that shows structuredContent alone when present (Claude Code, VS Code, Codex) then shows
+    // the page and its meta item (see `client_fit`).
+    drop(sheet.sc);
     walk::put_page_meta(&mut result, page_meta);
     Answer {
         result: Value::Object(result),

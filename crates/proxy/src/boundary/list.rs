@@ -101,6 +101,9 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
         if b.settings.rule_for(&name).uuid_prefix {
             super::args_rewrite::note_description(tool);
         }
+        if let Some(listed) = tool.get_mut("outputSchema") {
+            declare_structured_meta(listed);
+        }
         seen.push((name, schema));
     }
     {
@@ -122,6 +125,31 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
         tools.extend(injected::definitions(&names));
     }
     result
+}
+
+/// Declares [`mcp_budget_core::wire::STRUCTURED_META_KEY`] in a listed `outputSchema` whose
+/// top level is an object schema (`"type":"object"` or `properties`), so that a page's
+/// structuredContent carrying its meta item stays valid for a client that validates against
+/// the listed schema (the TypeScript SDK does; `additionalProperties: false` included). The
+/// boundary keeps the server's own schema for its own checks. A schema that already names the
+/// member, or is not an object schema, is left as it is.
+pub(crate) fn declare_structured_meta(schema: &mut Value) {
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    let objecty = obj.get("type").and_then(Value::as_str) == Some("object")
+        || obj.get("properties").is_some_and(Value::is_object);
+    if !objecty {
+        return;
+    }
+    let props = obj
+        .entry("properties")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if let Some(props) = props.as_object_mut() {
+        props
+            .entry(mcp_budget_core::wire::STRUCTURED_META_KEY)
+            .or_insert_with(mcp_budget_core::wire::structured_meta_schema);
+    }
 }
 
 #[cfg(test)]

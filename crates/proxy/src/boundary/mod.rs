@@ -100,6 +100,7 @@ mod args;
 pub mod args_rewrite;
 mod blobs;
 mod call;
+mod client_fit;
 mod early;
 #[cfg(test)]
 mod early_tests;
@@ -171,6 +172,8 @@ pub struct Boundary {
     uuids: args_rewrite::uuids::UuidMemory,
     /// Whether `response_refs` is on for some tool (the hints of paged results say so).
     refs_hint: bool,
+    /// How the client hands results to its model ([`client_fit`]).
+    profile: mcp_budget_core::client::Profile,
 }
 
 /// A `tools/call` result that goes out as the server wrote it
@@ -252,6 +255,7 @@ impl Boundary {
             jq: crate::jq::Jq::new(&settings.jq_worker, settings.jq_limits()),
             uuids: args_rewrite::uuids::UuidMemory::default(),
             refs_hint: settings.response_refs_anywhere(),
+            profile: settings.profile(),
             settings,
         })
     }
@@ -270,7 +274,7 @@ impl Boundary {
         let started = Instant::now();
         let answer = match tools_list::answer_find(self, params) {
             Some(a) => a,
-            None => injected::answer(self, params)?,
+            None => client_fit::answer_injected(self, params)?,
         };
         let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
         crate::metrics::global().result(tool, answer.outcome, 0, answer.bytes, answer.tokens);
@@ -307,7 +311,7 @@ impl Boundary {
     /// Never fails: a result that is not a CallToolResult comes back unchanged.
     pub fn shape_call_result(&self, tool: &str, result: Value, upstream_ms: u64) -> Value {
         let started = Instant::now();
-        let mut shaped = call::shape(self, tool, result);
+        let mut shaped = client_fit::shape_call(self, tool, result);
         let result = std::mem::take(&mut shaped.result);
         self.account(tool, shaped, upstream_ms, started);
         result

@@ -138,6 +138,11 @@ pub(crate) fn check_then_count(b: &Boundary, tool: &str, raw: &[u8]) -> Option<P
         return None;
     }
     let budget = rule.max_tokens.max(mcp_budget_core::MIN_BUDGET_TOKENS);
+    // What the client hands its model must fit too ([`super::client_fit`]); when that cannot
+    // be told without rendering, the full path decides.
+    if !super::client_fit::plain_admitted(b, items.iter().map(|i| i.text.as_ref()), budget) {
+        return None;
+    }
     let bytes: usize = items.iter().map(|i| i.text.len()).sum();
     let later = b.encoding.bytes_bound_tokens() && bytes <= budget;
     let mut tokens = 0usize;
@@ -180,6 +185,7 @@ pub(crate) fn check_then_count(b: &Boundary, tool: &str, raw: &[u8]) -> Option<P
             bytes: bytes as u64,
             tokens: tokens as u64,
             pre_texts,
+            image_tokens: 0,
         },
     })
 }
