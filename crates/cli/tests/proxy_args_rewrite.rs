@@ -236,7 +236,9 @@ fn response_refs_send_a_cached_result_back_without_the_model_writing_it() {
     let mut p = proxy(
         dir.path(),
         "[defaults]\nresponse_refs = true\n[tools.echo]\nmax_tokens = 100000\n",
-        &["--max-tokens", "400"],
+        // `wire`: the echo of a whole cached response (~60,000 chars) comes back whole, past
+        // the `generic` profile's 50,000-char cap (Claude Code's save-to-file threshold).
+        &["--max-tokens", "400", "--client", "wire"],
     );
     let result = call(&mut p, 1, "entities", json!({"count": 200}));
     let meta = last_json(&result);

@@ -135,7 +135,10 @@ fn a_small_image_stays_inline_and_counts() {
             .unwrap(),
     )
     .unwrap();
-    assert_eq!(rec["tokens"].as_u64(), Some(total), "{rec}");
+    // The telemetry counts the costliest rendering of the `generic` client profile (Gemini's
+    // escaped wrapping costs a few tokens more than the text items): within the budget too.
+    let logged = rec["tokens"].as_u64().unwrap();
+    assert!(logged >= total && logged <= 256, "{rec} vs {total}");
     assert!(rec["tokens"].as_u64().unwrap() >= 160);
 
     // 600×400 costs 320 tokens: over 256, so a copy that fits, and the file.

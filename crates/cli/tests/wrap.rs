@@ -225,13 +225,19 @@ fn wrapped_entries_keep_env_and_other_keys_and_route_remote_servers_through_upst
     assert_eq!(
         servers["airtable"],
         json!({"type": "stdio", "command": exe(),
-               "args": ["proxy", "--", "npx", "-y", "airtable-mcp-server"],
+               "args": ["proxy", "--client", "claude-code", "--", "npx", "-y", "airtable-mcp-server"],
                "env": {"AIRTABLE_API_KEY": "YOUR_KEY"}})
     );
     // No `args` before: the server's command alone after `--`; env and unknown keys kept.
     assert_eq!(
         servers["local-tool"]["args"],
-        json!(["proxy", "--", "/opt/tools/my server"])
+        json!([
+            "proxy",
+            "--client",
+            "claude-code",
+            "--",
+            "/opt/tools/my server"
+        ])
     );
     assert_eq!(
         servers["local-tool"]["env"],
@@ -250,7 +256,7 @@ fn wrapped_entries_keep_env_and_other_keys_and_route_remote_servers_through_upst
     assert_eq!(
         servers["notion"],
         json!({"type": "stdio", "command": exe(),
-               "args": ["proxy", "--upstream", "https://mcp.notion.com/mcp",
+               "args": ["proxy", "--client", "claude-code", "--upstream", "https://mcp.notion.com/mcp",
                         "--header", "Authorization: Bearer ${NOTION_TOKEN}",
                         "--wrapped-entry", original]})
     );

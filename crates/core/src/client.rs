@@ -95,6 +95,10 @@ pub struct Profile {
     pub caps: Caps,
     /// Whether it rejects `resource_link` content items (Kiro, Cline).
     pub rejects_resource_link: bool,
+    /// Whether page 1's `structuredContent` object carries the meta item (as
+    /// [`crate::wire::STRUCTURED_META_KEY`]) and later pages carry no structuredContent: every
+    /// profile but `wire`, whose later pages carry their page of the structuredContent.
+    pub structured_meta: bool,
     /// Where the figures come from.
     pub source: &'static str,
 }
@@ -147,7 +151,7 @@ const COPILOT_BYTES: usize = 10_000;
 /// lower figure.
 const VSCODE_BYTES: usize = 50_000;
 
-/// Every known profile, `generic` first.
+/// Every known profile, `generic` first (the binary's default), then `wire`.
 pub const PROFILES: &[Profile] = &[
     Profile {
         name: "generic",
@@ -161,8 +165,20 @@ pub const PROFILES: &[Profile] = &[
             error_chars: Some(CLAUDE_CODE_ERROR_CHARS),
         },
         rejects_resource_link: false,
+        structured_meta: true,
         source: "the worst of claude-code, vscode, gemini-cli, opencode and cursor: content items, \
                  structuredContent alone, and Gemini's escaped wrapping each within the budget",
+    },
+    Profile {
+        name: "wire",
+        renderings: &[CONTENT],
+        encoding: "cl100k_base",
+        caps: Caps::NONE,
+        rejects_resource_link: false,
+        structured_meta: false,
+        source: "no client rendering: the budget counts the wire's model-visible parts (DESIGN.md's \
+                 generic definition) and nothing else; for programs that read the wire, and the \
+                 library's default (`Settings::default()`)",
     },
     Profile {
         name: "claude-code",
@@ -176,6 +192,7 @@ pub const PROFILES: &[Profile] = &[
             error_chars: Some(CLAUDE_CODE_ERROR_CHARS),
         },
         rejects_resource_link: false,
+        structured_meta: true,
         source: "Claude Code 2.1.328 (cli.js): JSON.stringify(structuredContent) alone when present; \
                  over 50,000 chars saved to a file; isError text cut at ~11,000 chars; \
                  MAX_MCP_OUTPUT_TOKENS 25,000",
@@ -192,6 +209,7 @@ pub const PROFILES: &[Profile] = &[
             error_chars: Some(CLAUDE_CODE_ERROR_CHARS),
         },
         rejects_resource_link: false,
+        structured_meta: true,
         source: "not run here: assumed to render like Claude Code or like a content client",
     },
     Profile {
@@ -206,6 +224,7 @@ pub const PROFILES: &[Profile] = &[
             error_chars: None,
         },
         rejects_resource_link: false,
+        structured_meta: true,
         source: "microsoft/vscode#290063 (structuredContent alone), #311068 (50 KB–999 KB cut)",
     },
     Profile {
@@ -220,6 +239,7 @@ pub const PROFILES: &[Profile] = &[
             error_chars: None,
         },
         rejects_resource_link: false,
+        structured_meta: true,
         source: "not run here: content items or structuredContent, no cap known",
     },
     Profile {
@@ -234,6 +254,7 @@ pub const PROFILES: &[Profile] = &[
             error_chars: None,
         },
         rejects_resource_link: false,
+        structured_meta: true,
         source: "Codex 0.169.0: `Wall time …\\nOutput:\\n` + JSON.stringify(structuredContent) or the \
                  text, the middle cut past its limit (openai/codex#6544)",
     },
@@ -243,6 +264,7 @@ pub const PROFILES: &[Profile] = &[
         encoding: "cl100k_base",
         caps: Caps::NONE,
         rejects_resource_link: false,
+        structured_meta: true,
         source: "Gemini CLI 0.61.0: the text items inside <untrusted_context>, as the `output` \
                  string of a JSON object",
     },
@@ -258,6 +280,7 @@ pub const PROFILES: &[Profile] = &[
             error_chars: None,
         },
         rejects_resource_link: false,
+        structured_meta: true,
         source: "OpenCode 1.18.33: the text items; 50 KB / 2,000 lines kept (anomalyco/opencode#35661)",
     },
     Profile {
@@ -272,6 +295,7 @@ pub const PROFILES: &[Profile] = &[
             error_chars: None,
         },
         rejects_resource_link: false,
+        structured_meta: true,
         source: "github/copilot-cli#1732 (cut at 10 KB, then saved to a file); not run here",
     },
     Profile {
@@ -280,6 +304,7 @@ pub const PROFILES: &[Profile] = &[
         encoding: "cl100k_base",
         caps: Caps::NONE,
         rejects_resource_link: false,
+        structured_meta: true,
         source: "not run here: content items or structuredContent, no cap known",
     },
     Profile {
@@ -288,6 +313,7 @@ pub const PROFILES: &[Profile] = &[
         encoding: "cl100k_base",
         caps: Caps::NONE,
         rejects_resource_link: true,
+        structured_meta: true,
         source: "kirodotdev/Kiro#8960 (resource_link items rejected); not run here",
     },
     Profile {
@@ -296,6 +322,7 @@ pub const PROFILES: &[Profile] = &[
         encoding: "cl100k_base",
         caps: Caps::NONE,
         rejects_resource_link: true,
+        structured_meta: true,
         source: "cline/cline#5208 (resource_link items rejected); not run here",
     },
 ];
@@ -382,6 +409,11 @@ impl Profile {
     /// The profile named `generic` (the default).
     pub fn generic() -> Profile {
         Profile::default()
+    }
+
+    /// The profile named `wire`: no client rendering, no caps.
+    pub fn wire() -> Profile {
+        PROFILES[1].clone()
     }
 
     /// Whether this profile shows `structuredContent` alone when a result has one.
@@ -526,11 +558,14 @@ mod tests {
 
     #[test]
     fn names_parse_and_unknown_names_list_the_known_ones() {
-        assert_eq!("claude-code".parse::<Profile>().unwrap().name, "claude-code");
+        assert_eq!(
+            "claude-code".parse::<Profile>().unwrap().name,
+            "claude-code"
+        );
         assert_eq!("Claude".parse::<Profile>().unwrap().name, "claude-code");
         assert_eq!("gemini".parse::<Profile>().unwrap().name, "gemini-cli");
         let e = "emacs".parse::<Profile>().unwrap_err();
-        assert!(e.to_string().contains("generic, claude-code"), "{e}");
+        assert!(e.to_string().contains("generic, wire, claude-code"), "{e}");
         assert_eq!(Profile::default().name, "generic");
         for p in PROFILES {
             assert_eq!(p.name.parse::<Profile>().unwrap(), *p);

@@ -202,8 +202,7 @@ pub const STRUCTURED_META_KEY: &str = "mcp-budget";
 /// The note put beside the meta item inside a page's `structuredContent`: members the page does
 /// not show are given reduced (arrays empty, long strings empty) to keep the value valid
 /// against its schema, and must not be read as data.
-pub const STRUCTURED_META_NOTE: &str =
-    "Paged: only the part named by `shown` is data; other arrays and strings here may be left empty. Read the rest with the hint.";
+pub const STRUCTURED_META_NOTE: &str = "Paged: only the part named by `shown` is data; other arrays and strings here may be left empty. Read the rest with the hint.";
 
 /// The JSON Schema of [`STRUCTURED_META_KEY`] as listed in an `outputSchema`: an object,
 /// present only on paged results.

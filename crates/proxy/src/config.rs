@@ -506,6 +506,9 @@ pub struct Settings {
     pub principal: Option<String>,
     /// `--client` / `MCP_BUDGET_CLIENT`: how the client hands results to its model. `None`
     /// when not given (then `[client] name`, then `generic`); see [`Settings::profile`].
+    /// [`Settings::default`] sets `wire` (no client rendering: what the library's tests and a
+    /// program reading the wire expect); the binary sets what `--client` says, `None` when
+    /// not given.
     pub client: Option<Profile>,
     /// `--store-ca` / `MCP_BUDGET_STORE_CA`: PEM CA file trusted for `rediss://`. `None`:
     /// `[store] ca_file`, then the system's roots.
@@ -540,7 +543,7 @@ impl Default for Settings {
             principal: None,
             store_ca: None,
             store_cache_bytes: None,
-            client: None,
+            client: Some(Profile::wire()),
         }
     }
 }

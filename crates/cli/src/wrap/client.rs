@@ -40,6 +40,18 @@ pub(crate) enum Format {
 }
 
 impl Client {
+    /// The proxy's `--client` profile for this client (`mcp_budget_core::client::PROFILES`).
+    pub(crate) fn profile(self) -> &'static str {
+        match self {
+            Client::ClaudeCode => "claude-code",
+            Client::ClaudeDesktop => "claude-desktop",
+            Client::Cursor => "cursor",
+            Client::Vscode => "vscode",
+            Client::Windsurf => "windsurf",
+            Client::Codex => "codex",
+        }
+    }
+
     /// The file format and the places of servers in the client's config.
     pub(crate) fn format(self) -> Format {
         match self {

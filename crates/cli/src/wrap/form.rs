@@ -30,12 +30,20 @@ pub(crate) struct Wrapper {
     pub(crate) exe: String,
     /// `--max-tokens N` for the proxy (tokens), when given.
     pub(crate) max_tokens: Option<usize>,
+    /// `--client NAME` for the proxy (a profile of `mcp_budget_core::client`), when the client
+    /// is known: how it hands results to its model.
+    pub(crate) client: Option<&'static str>,
 }
 
 impl Wrapper {
-    /// The arguments put before the server's command: `proxy [--max-tokens N] --`.
+    /// The arguments put before the server's command: `proxy [--client NAME] [--max-tokens N]
+    /// --`.
     pub(crate) fn prefix(&self) -> Vec<String> {
         let mut args = vec![PROXY.to_owned()];
+        if let Some(c) = self.client {
+            args.push("--client".to_owned());
+            args.push(c.to_owned());
+        }
         if let Some(n) = self.max_tokens {
             args.push("--max-tokens".to_owned());
             args.push(n.to_string());
@@ -283,6 +291,7 @@ mod tests {
         Action::Wrap(Wrapper {
             exe: "/opt/bin/mcp-budget".to_owned(),
             max_tokens: None,
+            client: None,
         })
     }
 
@@ -291,6 +300,7 @@ mod tests {
         let mut w = Wrapper {
             exe: "/x/mcp-budget".to_owned(),
             max_tokens: None,
+            client: None,
         };
         assert_eq!(w.prefix(), strings(&["proxy", "--"]));
         w.max_tokens = Some(4000);

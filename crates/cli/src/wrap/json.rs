@@ -433,6 +433,7 @@ mod tests {
         Action::Wrap(Wrapper {
             exe: EXE.to_owned(),
             max_tokens,
+            client: None,
         })
     }
 

@@ -104,6 +104,7 @@ pub(crate) fn run_wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
     let action = Action::Wrap(Wrapper {
         exe,
         max_tokens: args.max_tokens,
+        client: args.selectors.client.map(Client::profile),
     });
     run(args.selectors, &action)
 }

@@ -250,6 +250,7 @@ mod tests {
         let action = Action::Wrap(Wrapper {
             exe: EXE.to_owned(),
             max_tokens: None,
+            client: None,
         });
         rewrite(text, &action, &all()).expect("rewrite").text
     }
@@ -279,6 +280,7 @@ mod tests {
             &Action::Wrap(Wrapper {
                 exe: EXE.to_owned(),
                 max_tokens: None,
+                client: None,
             }),
             &all(),
         )

@@ -294,6 +294,13 @@ pub fn visible_tokens(result: &Value) -> usize {
     let Some(sc) = result.get("structuredContent") else {
         return total;
     };
+    // The meta item inside page 1's structuredContent is a twin of the meta item (client
+    // profiles, `mcp_budget_core::wire::STRUCTURED_META_KEY`): counted once, as that item.
+    let mut sc = sc.clone();
+    if let Value::Object(o) = &mut sc {
+        o.shift_remove(mcp_budget_core::wire::STRUCTURED_META_KEY);
+    }
+    let sc = &sc;
     if let Value::Object(o) = sc
         && o.values()
             .any(|v| v.as_str().is_some_and(|s| texts.iter().any(|t| t == s)))

@@ -142,20 +142,18 @@ pub(crate) fn shape_at(
     mut result: Value,
     budget: Option<usize>,
 ) -> Shaped {
-    match super::early::shape_at(
-        b,
-        tool,
-        &mut result,
-        super::early::MIN_SOURCE_BYTES,
-        budget,
-    ) {
+    match super::early::shape_at(b, tool, &mut result, super::early::MIN_SOURCE_BYTES, budget) {
         Some(shaped) => shaped,
         None => shape_full_at(b, tool, result, budget),
     }
 }
 
 /// The rule in force for `tool`, its budget replaced by `budget` tokens when given.
-pub(crate) fn rule(b: &Boundary, tool: &str, budget: Option<usize>) -> crate::config::EffectiveRule {
+pub(crate) fn rule(
+    b: &Boundary,
+    tool: &str,
+    budget: Option<usize>,
+) -> crate::config::EffectiveRule {
     let mut rule = b.settings.rule_for(tool);
     if let Some(budget) = budget {
         rule.max_tokens = budget.max(mcp_budget_core::MIN_BUDGET_TOKENS);

@@ -48,7 +48,12 @@ pub(crate) fn shape_call(b: &Boundary, tool: &str, result: Value) -> Shaped {
     let mut asked = limit;
     let mut shaped = call::shape_at(b, tool, result, (asked != budget).then_some(asked));
     for attempt in 1..=TRIES {
-        carry_meta_in_structured(&mut shaped.result, shaped.outcome);
+        if profile.structured_meta {
+            carry_meta_in_structured(&mut shaped.result, shaped.outcome);
+        }
+        if profile.rejects_resource_link {
+            shaped.tokens += links_as_text(&mut shaped.result, &b.encoding) as u64;
+        }
         let is_error = is_error(&shaped.result);
         let cost = profile.cost(
             &shaped.result,
@@ -135,8 +140,7 @@ pub(crate) fn carry_meta_in_structured(result: &mut Value, outcome: Outcome) {
         .and_then(Value::as_str)
         .and_then(|t| serde_json::from_str::<Map<String, Value>>(t).ok())
         .filter(|m| m.contains_key("truncated") || m.contains_key("elided"));
-    let (Some(mut meta), Some(Value::Object(sc))) = (meta, obj.get_mut("structuredContent"))
-    else {
+    let (Some(mut meta), Some(Value::Object(sc))) = (meta, obj.get_mut("structuredContent")) else {
         return;
     };
     if meta.contains_key("truncated") {
@@ -146,6 +150,32 @@ pub(crate) fn carry_meta_in_structured(result: &mut Value, outcome: Outcome) {
         meta.remove("preview");
     }
     sc.insert(STRUCTURED_META_KEY.into(), Value::Object(meta));
+}
+
+/// Turns each `resource_link` content item into a text item holding the link as compact JSON
+/// (`{"resource_link":{"uri":…,"name":…}}`), for a client that rejects the item type (Kiro,
+/// Cline); returns the tokens the new text items cost.
+pub(crate) fn links_as_text(
+    result: &mut Value,
+    encoding: &mcp_budget_core::tokens::Encoding,
+) -> usize {
+    let Some(items) = result.get_mut("content").and_then(Value::as_array_mut) else {
+        return 0;
+    };
+    let mut tokens = 0;
+    for item in items.iter_mut() {
+        if item.get("type").and_then(Value::as_str) != Some("resource_link") {
+            continue;
+        }
+        let mut link = item.take();
+        if let Some(o) = link.as_object_mut() {
+            o.remove("type");
+        }
+        let text = serde_json::json!({ "resource_link": link }).to_string();
+        tokens += encoding.count(&text);
+        *item = serde_json::json!({"type": "text", "text": text});
+    }
+    tokens
 }
 
 /// Whether plain text items (`texts`, within `budget` tokens by the engine's count) are
@@ -202,18 +232,36 @@ mod tests {
     }
 
     #[test]
+    fn resource_links_become_text_for_clients_that_reject_them() {
+        let mut r = json!({"content": [{"type":"text","text":"a"},
+            {"type":"resource_link","uri":"file:///x","name":"x"}]});
+        let t = links_as_text(&mut r, &mcp_budget_core::tokens::Encoding::Cl100kBase);
+        assert!(t > 0);
+        assert_eq!(r["content"][1]["type"], "text");
+        let inner: Value = serde_json::from_str(r["content"][1]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            inner,
+            json!({"resource_link": {"uri":"file:///x","name":"x"}})
+        );
+    }
+
+    #[test]
     fn the_meta_item_goes_into_an_object_structured_content() {
         let meta = r#"{"truncated":true,"next_cursor":"ab.1","hint":"More"}"#;
         let mut r = json!({"content": [{"type":"text","text":"[1]"},{"type":"text","text":meta}],
                            "structuredContent": {"content": "[1]"}});
         carry_meta_in_structured(&mut r, Outcome::Paged);
-        assert_eq!(r["structuredContent"][STRUCTURED_META_KEY]["next_cursor"], "ab.1");
+        assert_eq!(
+            r["structuredContent"][STRUCTURED_META_KEY]["next_cursor"],
+            "ab.1"
+        );
         assert_eq!(
             r["structuredContent"][STRUCTURED_META_KEY]["note"],
             STRUCTURED_META_NOTE
         );
         // Not paged, or not an object: unchanged.
-        let mut fit = json!({"content": [{"type":"text","text":meta}], "structuredContent": {"a": 1}});
+        let mut fit =
+            json!({"content": [{"type":"text","text":meta}], "structuredContent": {"a": 1}});
         carry_meta_in_structured(&mut fit, Outcome::Fit);
         assert_eq!(fit["structuredContent"], json!({"a": 1}));
         let mut arr = json!({"content": [{"type":"text","text":meta}], "structuredContent": [1]});

@@ -379,10 +379,12 @@ fn read_more(b: &Boundary, args: &Value, names: &ToolNames) -> Answer {
     content.push(json!({"type":"text","text":page.meta}));
     let mut result = serde_json::Map::new();
     result.insert("content".into(), Value::Array(content));
-    // No structuredContent after page 1: `read_more` declares no outputSchema, and a client
-    // that shows structuredContent alone when present (Claude Code, VS Code, Codex) then shows
-    // the page and its meta item (see `client_fit`).
-    drop(sheet.sc);
+    // No structuredContent after page 1 (but with the `wire` profile): `read_more` declares
+    // no outputSchema, and a client that shows structuredContent alone when present (Claude
+    // Code, VS Code, Codex) then shows the page and its meta item (see `client_fit`).
+    if let Some(sc) = sheet.sc.value.filter(|_| !b.profile.structured_meta) {
+        result.insert("structuredContent".into(), sc);
+    }
     walk::put_page_meta(&mut result, page_meta);
     Answer {
         result: Value::Object(result),

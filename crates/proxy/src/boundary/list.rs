@@ -101,7 +101,10 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
         if b.settings.rule_for(&name).uuid_prefix {
             super::args_rewrite::note_description(tool);
         }
-        if let Some(listed) = tool.get_mut("outputSchema") {
+        if let Some(listed) = tool
+            .get_mut("outputSchema")
+            .filter(|_| b.profile.structured_meta)
+        {
             declare_structured_meta(listed);
         }
         seen.push((name, schema));
