@@ -20,21 +20,26 @@ Codex, with a `[model_providers.<id>]` entry `base_url = "<ours>/v1"`, `wire_api
 - Anything else (`GET /v1/models`, `POST /v1/responses/compact`, a non-streaming request, unknown
   paths) gets a harmless answer and never reaches the pager.
 
-Tool names handed to the pager are spelled `<namespace><name>` for namespaced tools (for MCP tools
-Codex's own "mcp__<server>__<tool>") and `<name>` otherwise; the search tool is `tool_search`.
+Tool names handed to the pager are spelled `<namespace>__<name>` for namespaced tools (Codex's own
+"mcp__<server>__<tool>", codex-rs `join_tool_name`) and `<name>` otherwise; the search tool is
+`tool_search`. Codex offers MCP tools under names of [A-Za-z0-9_] only (`get-tiny-image` becomes
+`get_tiny_image`): a name the pager picks that is not offered is mapped to the offered one it means
+(`codex_spelling`, recorded in `Server.renamed`).
 
 What the model is handed for a tool call is the `output` of the `function_call_output` item: a
 string, or an array of content items (`input_text` / `input_image`). The handed text recorded for
 the pager is the string itself, or the `input_text` texts of the array joined with "\\n" (Codex's
 own rule when it flattens text items, see `formatted_truncate_text_content_items_with_policy`);
-image items are recorded in `Server.media`. `tool_search_output` items are recorded in
-`Server.searches` and are not tool results for the pager (the pager counts its own search trips).
+image items are recorded in `Server.media`. A `tool_search_output` item counts as one result too
+(the compact JSON of the tools it loaded; the pager skips its own searches), and is recorded in
+`Server.searches`.
 Every request body is recorded, in order, in `Server.requests`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -81,9 +86,16 @@ def _input_items(body: dict) -> list[dict]:
 
 
 def tool_results(body: dict) -> list[str]:
-    """The handed text of every function_call_output (and custom_tool_call_output) of the history."""
-    return [output_text(i.get("output")) for i in _input_items(body)
-            if i.get("type") in ("function_call_output", "custom_tool_call_output")]
+    """The handed text of every tool call of the history, in order: function_call_output (and
+    custom_tool_call_output) outputs, and for a tool search the compact JSON of the tools it
+    loaded (the pager counts its searches among the results and skips them)."""
+    out = []
+    for i in _input_items(body):
+        if i.get("type") in ("function_call_output", "custom_tool_call_output"):
+            out.append(output_text(i.get("output")))
+        elif i.get("type") == "tool_search_output":
+            out.append(json.dumps(i.get("tools") or [], ensure_ascii=False, separators=(",", ":")))
+    return out
 
 
 def spell(namespace: str | None, name: str) -> str:
@@ -124,6 +136,17 @@ def offered_tools(body: dict) -> dict[str, tuple[str | None, str]]:
     return names
 
 
+def codex_spelling(name: str, offered: dict) -> str:
+    """The offered tool a model means by an MCP tool's own name: Codex renames MCP tools to
+    [A-Za-z0-9_] (`get-tiny-image` is offered as `mcp__everything__get_tiny_image`), so a name not
+    offered is matched again in that alphabet (exact, or as the part after "__"); else unchanged."""
+    clean = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    for spelled in offered:
+        if spelled == clean or spelled.endswith("__" + clean):
+            return spelled
+    return name
+
+
 def is_agent_request(path: str, body: dict) -> bool:
     return path.split("?")[0].rstrip("/").endswith("/responses") and bool(body.get("stream"))
 
@@ -145,6 +168,7 @@ class Server:
         self.searches: list[Any] = []    # tool_search_output items (last agent request)
         self.calls: list[dict] = []      # every item we emitted (function_call / tool_search_call / message)
         self.errors: list[str] = []      # exceptions raised while answering
+        self.renamed: list[tuple] = []   # (name the pager chose, the offered name it was mapped to)
         self.counter = 0
 
     def next_id(self) -> str:
@@ -167,7 +191,10 @@ def _decide(state: Server, body: dict) -> dict:
     step = state.pager.step(list(offered), tool_results(body))
     n = state.next_id()
     if hasattr(step, "name") and hasattr(step, "arguments"):
-        namespace, name = offered.get(step.name, (None, step.name))
+        spelled = step.name if step.name in offered else codex_spelling(step.name, offered)
+        if spelled != step.name:
+            state.renamed.append((step.name, spelled))
+        namespace, name = offered.get(spelled, (None, step.name))
         if name == SEARCH_TOOL:
             args = dict(step.arguments or {})
             query = args.get("query") or args.get("q") or ""

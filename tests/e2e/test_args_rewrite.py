@@ -96,7 +96,8 @@ async def test_uuid_named_graph_is_shown_with_prefixes_and_prefixes_find_entitie
         assert not (await c.call_tool("create_entities", {"entities": entities})).is_error
         assert not (await c.call_tool("create_relations", {"relations": relations})).is_error
         direct = wire(await c.call_tool("read_graph", {}))
-    big = ["--max-tokens", "200000"]
+    # `wire`: a budget past every client cap (the `generic` profile keeps Claude Code's 25,000 tokens and 50,000 chars).
+    big = ["--max-tokens", "200000", "--client", "wire"]
     async with session(MEMORY, [], proxy=True, proxy_args=big, env=env) as c:
         plain = wire(await c.call_tool("read_graph", {}))
     cfg = config(tmp_path, "[defaults]\nuuid_prefix = true\n")

@@ -34,7 +34,9 @@ async def test_get_tiny_image_stays_inline_and_counts(tmp_path):
     cost = math.ceil(w * h / 750)
     assert not any(t.startswith('{"offloaded"') for t in text_items(shaped))
     record = json.loads(log.read_text().splitlines()[0])
-    assert record["tokens"] == visible_tokens(shaped) + cost, (record, w, h)
+    # The telemetry counts the costliest rendering of the `generic` client profile (Gemini's
+    # escaped wrapping of the two texts costs a few tokens more than the text items), image included.
+    assert visible_tokens(shaped) + cost <= record["tokens"] <= visible_tokens(shaped) + cost + 20, (record, w, h)
 
     config = tmp_path / "images.toml"
     config.write_text('[tools.get-tiny-image]\nimages = "file"\n')
