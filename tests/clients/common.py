@@ -184,7 +184,7 @@ def direct(case: Case) -> dict:
 # Data units and coverage
 
 _CODEX_PREFIX = re.compile(r"^Wall time: [0-9.]+ seconds\nOutput:\n?")
-_UNTRUSTED = re.compile(r"^<untrusted_context>\n?(.*?)\n?</untrusted_context>$", re.S)
+_UNTRUSTED_BLOCK = re.compile(r"<untrusted_context>\n?(.*?)\n?</untrusted_context>", re.S)
 
 
 def _scalar(v) -> str:
@@ -210,7 +210,10 @@ def units_of_value(v, out: Counter) -> None:
         for x in v:
             units_of_value(x, out)
     elif isinstance(v, str):
-        units_of_text(v, out)
+        if "\n" in v or v.strip()[:1] in ("[", "{", "<"):
+            units_of_text(v, out)
+        else:
+            out[_scalar(v)] += 1
     else:
         out[_scalar(v)] += 1
 
@@ -218,9 +221,12 @@ def units_of_value(v, out: Counter) -> None:
 def units_of_text(s: str, out: Counter) -> None:
     """A text: JSON (with a meta item after it, as clients join items) or lines."""
     s = _CODEX_PREFIX.sub("", s)
-    m = _UNTRUSTED.match(s.strip())
-    if m:
-        s = m.group(1)
+    blocks = _UNTRUSTED_BLOCK.findall(s)
+    if blocks and _UNTRUSTED_BLOCK.sub("", s).strip() == "":
+        # Gemini CLI wraps each content item apart: take each item on its own.
+        for b in blocks:
+            units_of_text(b, out)
+        return
     st = s.strip()
     if st[:1] in "[{":
         try:
@@ -251,9 +257,6 @@ def units_of_text(s: str, out: Counter) -> None:
     for line in s.splitlines():
         if line.strip() and not _is_meta_line(line):
             out["line:" + line.rstrip("\r")] += 1
-    if "\n" not in s:
-        # A one-line string is a leaf of its JSON too.
-        out[_scalar(s)] += 1
 
 
 def _is_meta_line(line: str) -> bool:
@@ -317,7 +320,8 @@ def tokens(text: str, encoding: str = "cl100k_base") -> int:
 REJECTIONS = ("Invalid input", "expected record", "does not match the tool's output schema",
               "has an output schema but did not return structured content", "unsupported",
               "exceeds maximum allowed tokens", "tokens truncated", "output was truncated",
-              "Output too large", "[omitted")
+              "Output too large", "[omitted", "<persisted-output>", "characters truncated] ...",
+              "[OUTPUT TRUNCATED - exceeded")
 
 ROWS: list[dict] = []
 
@@ -334,7 +338,8 @@ def record(client: str, case: Case, pager, encoding: str, budget: int = BUDGET) 
     rejected = [r for r in REJECTIONS if any(r in h for h in handed)]
     row = {"client": client, "case": case.name, "results": len(handed), "max_tokens": max(sizes or [0]),
            "tokens": sizes, "coverage_pct": round(100 * cov, 1), "page1_way": way,
-           "search_trips": pager.search_trips, "rejected": rejected, "encoding": encoding}
+           "search_trips": pager.search_trips, "rejected": rejected, "encoding": encoding,
+           "tool_searches": getattr(pager, "case_search_trips", 0), "first_page_coverage_pct": round(100 * first_cov, 1)}
     row["ok"] = bool(handed) and row["max_tokens"] <= budget and way and cov >= 1.0 and not rejected \
         and pager.search_trips == 0
     ROWS.append(row)
@@ -360,7 +365,7 @@ def table_markdown(rows: list[dict]) -> str:
             else:
                 mark = "✔" if r["ok"] else "✘"
                 cells.append(f"{mark} {r['results']} results, ≤ {r['max_tokens']:,} tokens, {r['coverage_pct']}%"
-                             + (f", {r['search_trips']} searches" if r["search_trips"] else "")
+                             + (f", {r['search_trips']} searches for read_more" if r["search_trips"] else "")
                              + (f", cut/rejected: {', '.join(r['rejected'])}" if r["rejected"] else ""))
         out.append(f"| {case} | " + " | ".join(cells) + " |")
     return "\n".join(out)

@@ -146,17 +146,39 @@ class Server:
         self.requests: list[dict] = []
         self.inline: list[dict] = []  # inlineData handed to the model, last seen history
         self.errors: list[str] = []
+        #: functionResponse id -> its handed text in the first request that carried it. Gemini CLI
+        #: later masks old tool outputs in the history it resends (ToolOutputMaskingService: once
+        #: the newer tool outputs pass ~50,000 estimated tokens, older ones, if ≥ 30,000 tokens in
+        #: all, become "<tool_output_masked>…250 chars…[TRUNCATED]…250 chars…</tool_output_masked>"
+        #: previews): the pager is given what the model read when the result was new; `masked`
+        #: holds the later, masked renderings (id -> text), for the record.
+        self.first_seen: dict[str, str] = {}
+        self.order: list[str] = []
+        self.masked: dict[str, str] = {}
         self.lock = threading.Lock()
 
     def answer(self, body: dict, model: str) -> list[dict]:
-        frs = function_responses(body)
-        results = [handed_text(fr.get("response")) for fr in frs]
+        results = []
         with self.lock:
+            for i, fr in enumerate(function_responses(body)):
+                key = str(fr.get("id") or f"#{i}")
+                text = handed_text(fr.get("response"))
+                if key not in self.first_seen:
+                    self.first_seen[key] = text
+                    self.order.append(key)
+                elif text != self.first_seen[key] and key not in self.masked:
+                    self.masked[key] = text
+                results.append(self.first_seen[key])
             self.inline = inline_parts(body)
             step = self.pager.step(tool_names(body), results)
         if hasattr(step, "arguments"):
             return [{"functionCall": {"name": step.name, "args": step.arguments}}]
         return [{"text": getattr(step, "text", "done")}]
+
+    @property
+    def handed(self) -> list[str]:
+        """Every tool result as the model was first handed it, in order."""
+        return [self.first_seen[k] for k in self.order]
 
 
 _MODEL_RE = re.compile(r"/models/([^/:]+)(?::(\w+))?")

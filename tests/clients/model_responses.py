@@ -6,7 +6,7 @@ Codex, with a `[model_providers.<id>]` entry `base_url = "<ours>/v1"`, `wire_api
   history: developer/user `message`s, our earlier `function_call` / `tool_search_call` items echoed
   back, Codex's `function_call_output` / `tool_search_output` items) and `tools`: plain
   `{"type":"function","name":…}` tools, `{"type":"custom",…}` (apply_patch), hosted ones
-  (`web_search`), `{"type":"namespace","name":"mcp__<server>__","tools":[{"type":"function",…}]}`
+  (`web_search`), `{"type":"namespace","name":"mcp__<server>","tools":[{"type":"function",…}]}`
   (MCP tools grouped per server) and `{"type":"tool_search","execution":"client"}` (the search over
   deferred tools: with every bundled model of 0.169.0 Codex defers all MCP tools behind it; the
   tools a search finds come back in the `tools` of the `tool_search_output` input item, as
@@ -15,7 +15,7 @@ Codex, with a `[model_providers.<id>]` entry `base_url = "<ours>/v1"`, `wire_api
   `response.output_item.added`, for a function call two `response.function_call_arguments.delta` and
   one `…done`, `response.output_item.done` (the item Codex acts on), `response.completed` with
   `usage`. A call to a namespaced tool is spelled back as
-  `{"type":"function_call","namespace":"mcp__fs__","name":"read_text_file",…}`; a search as
+  `{"type":"function_call","namespace":"mcp__fs","name":"read_text_file",…}`; a search as
   `{"type":"tool_search_call","execution":"client","call_id":…,"arguments":{"query":…,"limit":…}}`.
 - Anything else (`GET /v1/models`, `POST /v1/responses/compact`, a non-streaming request, unknown
   paths) gets a harmless answer and never reaches the pager.

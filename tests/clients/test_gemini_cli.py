@@ -227,15 +227,12 @@ class Run:
         return sorted({re.search(r"/models/([^/:]+)", r["path"]).group(1) for r in self.streams()})
 
     def check_wire(self) -> None:
-        """Every handed text (compact json.dumps of functionResponse.response) is verbatim in the
-        raw body that carried it: we record what the wire carried, not a re-rendering."""
-        s = self.streams()
-        if not s:
-            return
-        raw = s[-1]["raw"]
-        for fr in self.last_responses():
-            h = model_gemini.handed_text(fr.get("response"))
-            assert f'"response":{h}' in raw, f"handed text not verbatim in the request body: {h[:200]}"
+        """Every handed text (compact json.dumps of functionResponse.response) is verbatim in a raw
+        body that carried it: we record what the wire carried, not a re-rendering."""
+        raws = [r["raw"] for r in self.streams()]
+        for h in self.server.handed:
+            assert any(f'"response":{h}' in raw for raw in raws), \
+                f"handed text not verbatim in any request body: {h[:200]}"
 
     def describe(self) -> str:
         return (f"rc={self.returncode} in {self.seconds:.1f}s; {len(self.server.requests)} requests "
@@ -383,6 +380,7 @@ def test_rendering(tmp_path):
     assert len(frs) == len(kinds), run.describe()
     assert all(fr["name"] == "mcp_raw_probe" for fr in frs), [fr["name"] for fr in frs]
     got = dict(zip(kinds, (fr["response"] for fr in frs)))
+    assert not run.server.masked and run.server.handed == [model_gemini.handed_text(r) for r in got.values()]
     assert [model_gemini.handed_text(r) for r in got.values()] == seq.handed  # what the pager was given
 
     assert got["texts"] == {"output": W('one "q"\nline') + "\n" + W(META)}          # wrapped, joined "\n"
@@ -451,8 +449,11 @@ class _Follow:
 
 
 def _proxy_command(upstream: list[str]) -> list[str]:
+    """`mcp-budget proxy --client gemini-cli -- <upstream>`; CLIENTS_PASS_PROFILE=0 (as common.py)
+    leaves the profile out (a binary without --client); GEMINI_PROXY_ARGS adds flags."""
+    flags = ["--client", "gemini-cli"] if os.environ.get("CLIENTS_PASS_PROFILE", "1") != "0" else []
     extra = os.environ.get("GEMINI_PROXY_ARGS", "").split()
-    return [proxy_bin(), "proxy", *extra, "--", *upstream]
+    return [proxy_bin(), "proxy", *flags, *extra, "--", *upstream]
 
 
 @needs_gemini
@@ -465,7 +466,7 @@ def test_issue31_directory_tree(tmp_path):
     run = run_gemini(pager, {"fs": {"command": _proxy_command([fs, str(tree)])}}, tree)
     assert run.returncode == 0 and not run.server.errors, run.describe()
     run.check_wire()
-    handed = [model_gemini.handed_text(fr.get("response")) for fr in run.last_responses()]
+    handed = run.server.handed
     assert handed, run.describe()
     sizes = [count_tokens(h) for h in handed]
     print(f"\ngemini directory_tree via proxy: {len(handed)} results, tokens {sizes}, {run.seconds:.1f}s")
@@ -501,8 +502,8 @@ def test_issue31_long_text(tmp_path):
     run = run_gemini(pager, {"fs": {"command": _proxy_command([fs, str(tmp_path)])}}, tmp_path)
     assert run.returncode == 0 and not run.server.errors, run.describe()
     run.check_wire()
-    responses = [fr.get("response") or {} for fr in run.last_responses()]
-    handed = [model_gemini.handed_text(r) for r in responses]
+    handed = run.server.handed
+    responses = [json.loads(h) for h in handed]
     sizes = [count_tokens(h) for h in handed]
     print(f"\ngemini read_text_file via proxy: {len(handed)} results, tokens {sizes}, "
           f"chars {[len(h) for h in handed]}, {run.seconds:.1f}s")
@@ -577,7 +578,8 @@ def run_case(case, spec, tmp_path):
 def test_case_proxied(case, tmp_path):
     pager, run = run_case(case, case.proxied(), tmp_path)
     print(f"\ngemini-cli {_case_id(case)}: {len(pager.handed)} results, "
-          f"{[len(h) for h in pager.handed]} chars, {run.seconds:.1f}s, models {run.models()}")
+          f"{[len(h) for h in pager.handed]} chars, {run.seconds:.1f}s, models {run.models()}, "
+          f"{len(run.server.masked)} masked later in the history")
     common.record("gemini-cli", case, pager, ENCODING)
 
 

@@ -72,15 +72,10 @@ def _node_modules_dirs() -> list[Path]:
     for env in ("CLIENTS_NODE_MODULES", "OPENCODE_NODE_MODULES"):
         if os.environ.get(env):
             dirs.append(Path(os.environ[env]))
-    try:
-        import common  # the harness may know where it installed the clients
-        for attr in ("NODE_MODULES", "CLIENTS_NODE_MODULES"):
-            if getattr(common, attr, None):
-                dirs.append(Path(getattr(common, attr)))
-    except Exception:
-        pass
-    dirs += [HERE / "node_modules", HERE.parent.parent / "target" / "clients-cache" / "node_modules",
-             Path("/tmp/clients/node_modules")]
+    # Not common.CLIENTS_NODE_MODULES: importing common makes its data; the raw-server mode of
+    # this file must stay light. run.sh exports CLIENTS_NODE_MODULES; this is its default.
+    cache = Path(os.environ.get("CLIENTS_CACHE") or HERE.parent.parent / "target" / "clients-cache")
+    dirs += [cache / "node_modules", HERE / "node_modules", Path("/tmp/clients/node_modules")]
     return dirs
 
 
@@ -113,7 +108,8 @@ def find_opencode() -> str | None:
     return None
 
 
-OPENCODE = find_opencode()
+RAW_SERVER_MODE = __name__ == "__main__" and sys.argv[1:2] == ["raw-server"]
+OPENCODE = None if RAW_SERVER_MODE else find_opencode()
 needs_opencode = pytest.mark.skipif(OPENCODE is None, reason="opencode binary not installed")
 
 
@@ -403,11 +399,13 @@ def test_line_dense_pages_keep_their_cursor(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # The cases of common.CASES, through the proxy, and one without it
 
-try:
-    import common
-    from pager import Pager
-except ImportError:  # the harness's files are not there yet
-    common = Pager = None
+common = Pager = None
+if not RAW_SERVER_MODE:
+    try:
+        import common
+        from pager import Pager
+    except ImportError:  # the harness's files are not there
+        common = Pager = None
 
 CASES = list(getattr(common, "CASES", []) or [])
 
@@ -489,6 +487,6 @@ def test_direct_path(tmp_path):
           f"{'cut by OpenCode (' + m.group(1) + ' ' + m.group(2) + ')' if m else 'whole'}, {run.seconds:.1f}s")
 
 
-if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "raw-server":
+if RAW_SERVER_MODE:
     raw_server()
     sys.exit(0)

@@ -139,13 +139,20 @@ const OPENCODE_BYTES: usize = 50 * 1024;
 const OPENCODE_LINES: usize = 2_000;
 
 /// Codex keeps the head and tail of a tool's output past its limit and cuts the middle
-/// (openai/codex#6544; `tool_output_token_limit`): issue 31 measured the output cut to ~12 KB.
-/// 10 KiB of rendering, prefix included, stays below it.
-const CODEX_BYTES: usize = 10 * 1024;
+/// (openai/codex#6544; `tool_output_token_limit`), the later items dropped.
+/// Codex 0.169.0 (codex-rs `utils/output-truncation`, checked by tests/clients/test_codex.py):
+/// 12,000 bytes for a model it does not know (`Bytes(10000)` × 1.2), 48,000 for its bundled
+/// models; the prefix `Wall time: …\nOutput:` counts.
+const CODEX_BYTES: usize = 11_500;
 
 /// Copilot CLI cuts a tool's output at 10 KB before saving it to a file
 /// (github/copilot-cli#1732).
 const COPILOT_BYTES: usize = 10_000;
+
+/// Gemini CLI cuts a result of one text part whose wrapped text is over 40,000 characters
+/// (`tools.truncateToolOutputThreshold`; it keeps the first 8,000 and the last 32,000): its
+/// bundle, `truncateOutputIfNeeded`. Measured here on the whole `{"output":…}` rendering.
+const GEMINI_CHARS: usize = 40_000;
 
 /// VS Code truncates results somewhere between 50 KB and 999 KB (microsoft/vscode#311068): the
 /// lower figure.
@@ -159,7 +166,7 @@ pub const PROFILES: &[Profile] = &[
         encoding: "cl100k_base",
         caps: Caps {
             tokens: Some(CLAUDE_CODE_TOKENS),
-            chars: Some(CLAUDE_CODE_CHARS),
+            chars: Some(GEMINI_CHARS),
             bytes: Some(OPENCODE_BYTES),
             lines: Some(OPENCODE_LINES),
             error_chars: Some(CLAUDE_CODE_ERROR_CHARS),
@@ -167,7 +174,8 @@ pub const PROFILES: &[Profile] = &[
         rejects_resource_link: false,
         structured_meta: true,
         source: "the worst of claude-code, vscode, gemini-cli, opencode and cursor: content items, \
-                 structuredContent alone, and Gemini's escaped wrapping each within the budget",
+                 structuredContent alone, and Gemini's escaped wrapping each within the budget; \
+                 Gemini's 40,000 chars, OpenCode's 50 KB / 2,000 lines",
     },
     Profile {
         name: "wire",
@@ -262,7 +270,13 @@ pub const PROFILES: &[Profile] = &[
         name: "gemini-cli",
         renderings: &[GEMINI],
         encoding: "cl100k_base",
-        caps: Caps::NONE,
+        caps: Caps {
+            tokens: None,
+            chars: Some(GEMINI_CHARS),
+            bytes: None,
+            lines: None,
+            error_chars: None,
+        },
         rejects_resource_link: false,
         structured_meta: true,
         source: "Gemini CLI 0.61.0: the text items inside <untrusted_context>, as the `output` \

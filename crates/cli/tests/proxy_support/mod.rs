@@ -301,6 +301,17 @@ pub fn visible_tokens(result: &Value) -> usize {
         o.shift_remove(mcp_budget_core::wire::STRUCTURED_META_KEY);
     }
     let sc = &sc;
+    // `{"page": <a text item's JSON>}` (client profiles: a page whose first item is a JSON
+    // array gets it, for Gemini CLI) is a twin of that item.
+    if let Value::Object(o) = sc
+        && o.len() == 1
+        && let Some(page) = o.get("page")
+        && texts
+            .iter()
+            .any(|t| serde_json::from_str::<Value>(t).ok().as_ref() == Some(page))
+    {
+        return total;
+    }
     if let Value::Object(o) = sc
         && o.values()
             .any(|v| v.as_str().is_some_and(|s| texts.iter().any(|t| t == s)))

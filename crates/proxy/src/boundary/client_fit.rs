@@ -50,6 +50,7 @@ pub(crate) fn shape_call(b: &Boundary, tool: &str, result: Value) -> Shaped {
     for attempt in 1..=TRIES {
         if profile.structured_meta {
             carry_meta_in_structured(&mut shaped.result, shaped.outcome);
+            give_pages_an_object(&mut shaped.result);
         }
         if profile.rejects_resource_link {
             shaped.tokens += links_as_text(&mut shaped.result, &b.encoding) as u64;
@@ -78,6 +79,9 @@ pub(crate) fn answer_injected(b: &Boundary, params: &Value) -> Option<Answer> {
     let profile = &b.profile;
     let budget = b.settings.global_rule().max_tokens;
     let mut answer = injected::answer(b, params)?;
+    if profile.structured_meta {
+        give_pages_an_object(&mut answer.result);
+    }
     let mut asked = asked_budget(params).map_or(budget, |a| a.clamp(MIN_BUDGET_TOKENS, budget));
     let budget = asked;
     for attempt in 1..=TRIES {
@@ -96,6 +100,9 @@ pub(crate) fn answer_injected(b: &Boundary, params: &Value) -> Option<Answer> {
             return Some(answer);
         }
         answer = injected::answer(b, &again)?;
+        if profile.structured_meta {
+            give_pages_an_object(&mut answer.result);
+        }
     }
     Some(answer)
 }
@@ -150,6 +157,54 @@ pub(crate) fn carry_meta_in_structured(result: &mut Value, outcome: Outcome) {
         meta.remove("preview");
     }
     sc.insert(STRUCTURED_META_KEY.into(), Value::Object(meta));
+}
+
+/// The member of [`give_pages_an_object`]'s structuredContent that holds the page.
+pub(crate) const STRUCTURED_PAGE_KEY: &str = "page";
+
+/// A paged result without structuredContent whose first content item is a JSON array or scalar
+/// gets `structuredContent` `{"page": <that JSON>, "mcp-budget": <its meta item>}`.
+///
+/// Gemini CLI (0.61.0, its `McpComplianceTransport`) sets `structuredContent =
+/// JSON.parse(content[0].text)` on a result that has none, and the MCP SDK then rejects the
+/// result when that is not an object ("structuredContent: Invalid input: expected record,
+/// received array"), as on every `read_more` page of a directory tree. An object of our own
+/// stops that, and a client that shows structuredContent alone (Claude Code) reads the same
+/// page and meta item in it, not escaped. `read_more` and `query_response` declare no
+/// outputSchema; an upstream tool's page 1 has its own structuredContent when it declares one.
+pub(crate) fn give_pages_an_object(result: &mut Value) {
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    if obj.contains_key("structuredContent") {
+        return;
+    }
+    let items = obj.get("content").and_then(Value::as_array);
+    let texts: Vec<&str> = items
+        .into_iter()
+        .flatten()
+        .filter(|i| i.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|i| i.get("text").and_then(Value::as_str))
+        .collect();
+    let [first, .., last] = texts.as_slice() else {
+        return;
+    };
+    let Ok(meta) = serde_json::from_str::<Map<String, Value>>(last) else {
+        return;
+    };
+    if !meta.contains_key("truncated") {
+        return;
+    }
+    let Ok(page) = serde_json::from_str::<Value>(first) else {
+        return;
+    };
+    if page.is_object() {
+        return;
+    }
+    let mut sc = Map::new();
+    sc.insert(STRUCTURED_PAGE_KEY.into(), page);
+    sc.insert(STRUCTURED_META_KEY.into(), Value::Object(meta));
+    obj.insert("structuredContent".into(), Value::Object(sc));
 }
 
 /// Turns each `resource_link` content item into a text item holding the link as compact JSON
@@ -243,6 +298,29 @@ mod tests {
             inner,
             json!({"resource_link": {"uri":"file:///x","name":"x"}})
         );
+    }
+
+    #[test]
+    fn an_array_page_without_structured_content_gets_an_object() {
+        let meta = r#"{"truncated":true,"next_cursor":"ab.2","hint":"More"}"#;
+        let mut r =
+            json!({"content": [{"type":"text","text":"[1,2]"},{"type":"text","text":meta}]});
+        give_pages_an_object(&mut r);
+        assert_eq!(r["structuredContent"]["page"], json!([1, 2]));
+        assert_eq!(
+            r["structuredContent"][STRUCTURED_META_KEY]["next_cursor"],
+            "ab.2"
+        );
+        // An object page, a plain text page, an unpaged result: none added.
+        for first in [r#"{"a":1}"#, "line 1\nline 2"] {
+            let mut r =
+                json!({"content": [{"type":"text","text":first},{"type":"text","text":meta}]});
+            give_pages_an_object(&mut r);
+            assert!(r.get("structuredContent").is_none(), "{first}");
+        }
+        let mut r = json!({"content": [{"type":"text","text":"[1]"}]});
+        give_pages_an_object(&mut r);
+        assert!(r.get("structuredContent").is_none());
     }
 
     #[test]
