@@ -51,3 +51,10 @@ fi
 if [ -x tests/e2e/run.sh ]; then
   tests/e2e/run.sh
 fi
+
+# The real agent clients (Claude Code, Codex, Gemini CLI, OpenCode; pinned in
+# tests/clients/package-lock.json) against scripted model servers on 127.0.0.1: what each
+# client hands its model, checked (issue 31). Reuses the e2e installs and the debug binary.
+if [ -x tests/clients/run.sh ]; then
+  MCP_BUDGET_BIN="${MCP_BUDGET_BIN:-$PWD/target/debug/mcp-budget}" tests/clients/run.sh
+fi
