@@ -20,9 +20,9 @@ import inspect
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,13 +59,16 @@ def client_bin(name: str) -> Path:
 # ---------------------------------------------------------------------------------------------
 # Data, made once per process, deterministic.
 
-DATA = Path(os.environ.get("CLIENTS_DATA") or tempfile.mkdtemp(prefix="mcp-budget-clients-"))
+#: The generated data: made once under the clients' cache and reused (a stamp marks it whole).
+DATA = Path(os.environ.get("CLIENTS_DATA") or CLIENTS_CACHE / "data")
 
 
 def _make_data() -> None:
     stamp = DATA / ".made"
     if stamp.exists():
         return
+    shutil.rmtree(DATA, ignore_errors=True)
+    DATA.mkdir(parents=True)
     docs = DATA / "docs"
     n = 0
     for a in range(25):

@@ -158,6 +158,15 @@ const GEMINI_CHARS: usize = 40_000;
 /// lower figure.
 const VSCODE_BYTES: usize = 50_000;
 
+/// Claude Code's caps (and Claude Desktop's, assumed alike).
+const CLAUDE_CAPS: Caps = Caps {
+    tokens: Some(CLAUDE_CODE_TOKENS),
+    chars: Some(CLAUDE_CODE_CHARS),
+    bytes: None,
+    lines: None,
+    error_chars: Some(CLAUDE_CODE_ERROR_CHARS),
+};
+
 /// Every known profile, `generic` first (the binary's default), then `wire`.
 pub const PROFILES: &[Profile] = &[
     Profile {
@@ -192,16 +201,10 @@ pub const PROFILES: &[Profile] = &[
         name: "claude-code",
         renderings: &[STRUCTURED],
         encoding: "cl100k_base",
-        caps: Caps {
-            tokens: Some(CLAUDE_CODE_TOKENS),
-            chars: Some(CLAUDE_CODE_CHARS),
-            bytes: None,
-            lines: None,
-            error_chars: Some(CLAUDE_CODE_ERROR_CHARS),
-        },
+        caps: CLAUDE_CAPS,
         rejects_resource_link: false,
         structured_meta: true,
-        source: "Claude Code 2.1.328 (cli.js): JSON.stringify(structuredContent) alone when present; \
+        source: "Claude Code 2.1.328 (its bundled JS, `transformMCPResult`): JSON.stringify(structuredContent) alone when present; \
                  over 50,000 chars saved to a file; isError text cut at ~11,000 chars; \
                  MAX_MCP_OUTPUT_TOKENS 25,000",
     },
@@ -209,13 +212,7 @@ pub const PROFILES: &[Profile] = &[
         name: "claude-desktop",
         renderings: &[CONTENT, STRUCTURED],
         encoding: "cl100k_base",
-        caps: Caps {
-            tokens: Some(CLAUDE_CODE_TOKENS),
-            chars: Some(CLAUDE_CODE_CHARS),
-            bytes: None,
-            lines: None,
-            error_chars: Some(CLAUDE_CODE_ERROR_CHARS),
-        },
+        caps: CLAUDE_CAPS,
         rejects_resource_link: false,
         structured_meta: true,
         source: "not run here: assumed to render like Claude Code or like a content client",
