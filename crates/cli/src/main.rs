@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod auth;
 mod demo;
 mod measure;
 mod proxy;
@@ -37,6 +38,13 @@ enum Command {
     Report(report::Args),
     /// Run the built-in fixture server through the proxy and show what it does.
     Demo(demo::Args),
+    /// Sign in to a remote MCP server (OAuth) ahead of time; every proxy of it uses the sign-in.
+    Login(auth::LoginArgs),
+    /// Forget the sign-in to a remote MCP server.
+    Logout(auth::LogoutArgs),
+    /// Kept OAuth sign-ins (`auth status`).
+    #[command(subcommand)]
+    Auth(auth::AuthCommand),
     /// Route each stdio MCP server in a client's config through `mcp-budget proxy`.
     Wrap(wrap::WrapArgs),
     /// Undo `wrap`: give each wrapped server its own command line back.
@@ -65,6 +73,9 @@ fn main() -> ExitCode {
         Command::Shape(args) => shape::run(args),
         Command::Report(args) => report::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Login(args) => auth::run_login(args),
+        Command::Logout(args) => auth::run_logout(&args),
+        Command::Auth(command) => auth::run_auth(&command),
         Command::Wrap(args) => wrap::run_wrap(args),
         Command::Unwrap(args) => wrap::run_unwrap(args),
         Command::FixtureServer(args) => demo::run_fixture(args),

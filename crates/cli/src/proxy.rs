@@ -16,7 +16,7 @@ use mcp_budget_proxy::boundary::Boundary;
 use mcp_budget_proxy::config::{self, Settings};
 use mcp_budget_proxy::relay::{DEFAULT_MAX_LINE_BYTES, Relay, RelayOptions, Shaper, Upstream};
 
-mod remote;
+pub(crate) mod remote;
 mod servers;
 
 /// Flags of `mcp-budget proxy`.

@@ -362,6 +362,44 @@ pub struct FileUpstream {
     /// Headers sent with every request, by name (credentials: `Authorization`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// `[upstream.oauth]`: how to sign in when the server asks (flags and env win).
+    pub oauth: Option<FileOAuth>,
+}
+
+/// `[upstream.oauth]` and `[servers.<name>.oauth]`: the OAuth client the proxy is at the
+/// server's authorization server (`relay::oauth`). Absent keys: a dynamically registered
+/// public client.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileOAuth {
+    /// A pre-registered client ID.
+    pub client_id: Option<String>,
+    /// Its secret (prefer `MCP_BUDGET_OAUTH_CLIENT_SECRET`: a config file is often shared).
+    pub client_secret: Option<String>,
+    /// The URL of a client ID metadata document, used as the client ID where the
+    /// authorization server takes them.
+    pub client_metadata_url: Option<String>,
+    /// The scopes to ask for, space-separated, instead of the ones the server names.
+    pub scope: Option<String>,
+}
+
+impl FileOAuth {
+    /// `options` with this table's keys set on it.
+    pub fn apply(
+        &self,
+        mut options: crate::relay::oauth::OAuthOptions,
+    ) -> crate::relay::oauth::OAuthOptions {
+        let set = |slot: &mut Option<String>, value: &Option<String>| {
+            if value.is_some() {
+                slot.clone_from(value);
+            }
+        };
+        set(&mut options.client_id, &self.client_id);
+        set(&mut options.client_secret, &self.client_secret);
+        set(&mut options.client_metadata_url, &self.client_metadata_url);
+        set(&mut options.scope, &self.scope);
+        options
+    }
 }
 
 impl ConfigFile {

@@ -28,6 +28,9 @@ pub(crate) struct RemoteArgs {
     #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
     headers: Vec<String>,
 
+    #[command(flatten)]
+    pub(crate) oauth: OAuthArgs,
+
     /// The client config entry `mcp-budget wrap` replaced (kept there for `unwrap`; ignored)
     #[arg(long, value_name = "JSON", hide = true)]
     wrapped_entry: Option<String>,
@@ -36,6 +39,54 @@ pub(crate) struct RemoteArgs {
     /// ignored)
     #[arg(long, value_name = "JSON", hide = true)]
     merged_entries: Option<String>,
+}
+
+/// How to sign in to a remote server that asks for OAuth (`proxy --upstream`, `login`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct OAuthArgs {
+    /// OAuth: a client registered ahead at the server's authorization server (default: the
+    /// proxy registers itself, or uses --oauth-client-metadata-url)
+    #[arg(long, value_name = "ID", env = "MCP_BUDGET_OAUTH_CLIENT_ID")]
+    oauth_client_id: Option<String>,
+
+    /// OAuth: that client's secret (prefer the environment variable: argv is visible to other
+    /// users of the machine)
+    #[arg(
+        long,
+        value_name = "SECRET",
+        env = "MCP_BUDGET_OAUTH_CLIENT_SECRET",
+        hide_env_values = true
+    )]
+    oauth_client_secret: Option<String>,
+
+    /// OAuth: the HTTPS URL of your client ID metadata document, used as the client ID where
+    /// the authorization server takes them
+    #[arg(long, value_name = "URL", env = "MCP_BUDGET_OAUTH_CLIENT_METADATA_URL")]
+    oauth_client_metadata_url: Option<String>,
+
+    /// OAuth: the scopes to ask for, space-separated (default: the ones the server names)
+    #[arg(long, value_name = "SCOPES", env = "MCP_BUDGET_OAUTH_SCOPE")]
+    oauth_scope: Option<String>,
+}
+
+impl OAuthArgs {
+    /// The options: `file`'s keys, then these flags (and their variables) over them.
+    pub(crate) fn options(
+        &self,
+        file: Option<&mcp_budget_proxy::config::FileOAuth>,
+    ) -> mcp_budget_proxy::relay::oauth::OAuthOptions {
+        let mut options = mcp_budget_proxy::relay::oauth::OAuthOptions::new();
+        if let Some(file) = file {
+            options = file.apply(options);
+        }
+        let flags = mcp_budget_proxy::config::FileOAuth {
+            client_id: self.oauth_client_id.clone(),
+            client_secret: self.oauth_client_secret.clone(),
+            client_metadata_url: self.oauth_client_metadata_url.clone(),
+            scope: self.oauth_scope.clone(),
+        };
+        flags.apply(options)
+    }
 }
 
 impl RemoteArgs {
@@ -85,6 +136,7 @@ impl RemoteArgs {
         for line in &self.headers {
             upstream.set_header_line(line)?;
         }
+        upstream.set_oauth(self.oauth.options(file.and_then(|f| f.oauth.as_ref())));
         Ok(Upstream::http(upstream))
     }
 }

@@ -53,6 +53,8 @@ pub struct ServerEntry {
     /// Headers sent with every HTTP request to it, by name.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// `[servers.<name>.oauth]`: how to sign in to it when it asks.
+    pub oauth: Option<super::FileOAuth>,
     /// `[servers.<name>.tools_list]`: allow/deny globs (matched against the server's own,
     /// unprefixed tool names) and compaction for this server's tools; absent: the global
     /// `[tools_list]` applies to it. Its `mode` and `pinned` are not used: deferral is

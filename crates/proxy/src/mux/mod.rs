@@ -144,6 +144,9 @@ pub fn servers_from_config(
                 for (k, v) in &entry.headers {
                     h.set_header(k, v).map_err(http)?;
                 }
+                if let Some(oauth) = &entry.oauth {
+                    h.set_oauth(oauth.apply(h.oauth().clone()));
+                }
                 Upstream::Http(h)
             }
             (None, None) => {

@@ -81,6 +81,7 @@ mod writer;
 
 pub use child::UpstreamCommand;
 pub use error::RelayError;
+pub use http::oauth;
 pub use http::{HttpUpstream, HttpUpstreamError};
 pub use shaper::CallRoute;
 pub use shaper::Rewrite;

@@ -27,6 +27,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -154,6 +155,8 @@ pub(super) struct Client {
     proxy: Option<String>,
     /// Whether the URL held a user or password (sent as `Authorization: Basic`).
     url_credentials: bool,
+    /// The OAuth sign-in's `Authorization` value, read at each send (relay::http::oauth).
+    bearer: Option<Arc<RwLock<Option<HeaderValue>>>>,
 }
 
 impl Client {
@@ -265,7 +268,15 @@ impl Client {
             defaults,
             proxy,
             url_credentials,
+            bearer: None,
         })
+    }
+
+    /// Requests without an `Authorization` header of their own carry the value in `bearer`
+    /// when it holds one.
+    pub(super) fn with_bearer(mut self, bearer: Arc<RwLock<Option<HeaderValue>>>) -> Client {
+        self.bearer = Some(bearer);
+        self
     }
 
     /// The proxy the connection goes through (`scheme://host:port`), if any.
@@ -293,7 +304,8 @@ impl Client {
         self.request(Method::DELETE)
     }
 
-    fn request(&self, method: Method) -> RequestBuilder<'_> {
+    /// A request of `method` to the client's URL.
+    pub(super) fn request(&self, method: Method) -> RequestBuilder<'_> {
         RequestBuilder {
             client: self,
             builder: http::Request::builder()
@@ -355,6 +367,15 @@ impl RequestBuilder<'_> {
             if !headers.contains_key(name) {
                 headers.insert(name.clone(), value.clone());
             }
+        }
+        if !headers.contains_key(AUTHORIZATION)
+            && let Some(bearer) = &self.client.bearer
+            && let Some(value) = bearer
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        {
+            headers.insert(AUTHORIZATION, value);
         }
         let sent = match &self.client.inner {
             Inner::Direct(client) => client.request(request),

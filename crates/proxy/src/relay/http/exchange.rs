@@ -17,6 +17,7 @@ use super::super::{log, reply};
 use super::Transport;
 use super::client::{self, ClientError, RequestBuilder, Response};
 use super::message::{Outgoing, header_safe, negotiated_version};
+use super::oauth::Challenge;
 
 /// `Mcp-Session-Id` (MCP 2025-06-18, "Session Management").
 pub(super) const SESSION_ID: &str = "mcp-session-id";
@@ -26,6 +27,9 @@ pub(super) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 const METHOD: &str = "mcp-method";
 /// `Mcp-Name` (MCP 2026-07-28, "Standard Request Headers").
 const NAME: &str = "mcp-name";
+/// How many sign-ins (or refreshes) one request may cause: 3 (the conformance suite's
+/// `auth/scope-retry-limit` allows no more).
+const SIGN_IN_ATTEMPTS: usize = 3;
 /// What a POST accepts (MCP: "MUST include an Accept header listing both").
 const ACCEPT_POST: &str = "application/json, text/event-stream";
 
@@ -65,10 +69,42 @@ impl Transport {
             );
             return self.fail_with(&message, text).await;
         }
+        if let Some(auth) = &self.auth {
+            auth.before_send().await;
+        }
+        let mut sent_bearer = self.auth.as_ref().and_then(|a| a.current());
         let mut response = match self.post(line.clone(), &message).send().await {
             Ok(response) => response,
             Err(e) => return self.fail(&message, Failure::Send(e)).await,
         };
+        // OAuth: a 401 signs in (or refreshes), a 403 insufficient_scope steps up; at most
+        // `SIGN_IN_ATTEMPTS` times for one request.
+        if let Some(auth) = &self.auth {
+            for _ in 0..SIGN_IN_ATTEMPTS {
+                let challenge = Challenge::parse(
+                    response
+                        .headers()
+                        .get_all(WWW_AUTHENTICATE)
+                        .iter()
+                        .filter_map(|v| v.to_str().ok()),
+                );
+                let retry = match response.status() {
+                    StatusCode::UNAUTHORIZED => auth.unauthorized(&challenge, sent_bearer).await,
+                    StatusCode::FORBIDDEN if challenge.is_insufficient_scope() => {
+                        auth.forbidden(&challenge, sent_bearer).await
+                    }
+                    _ => break,
+                };
+                if let Err(text) = retry {
+                    return self.fail_with(&message, text).await;
+                }
+                sent_bearer = auth.current();
+                response = match self.post(line.clone(), &message).send().await {
+                    Ok(response) => response,
+                    Err(e) => return self.fail(&message, Failure::Send(e)).await,
+                };
+            }
+        }
         if response.status() == StatusCode::NOT_FOUND
             && !message.is_initialize()
             && let Some(stale) = sent_session
@@ -315,17 +351,26 @@ impl Transport {
         let url = &self.shown;
         let text = match status {
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-                let scheme = challenge.map_or_else(String::new, |s| format!(", asks for {s}"));
+                let scheme = challenge
+                    .as_deref()
+                    .map_or_else(String::new, |s| format!(", asks for {s}"));
                 let fix = if self.has_authorization {
                     "the Authorization header given was refused: check the token (`--header`, \
                      MCP_BUDGET_HEADERS or [upstream.headers] in the config)"
+                } else if challenge
+                    .as_deref()
+                    .is_some_and(|s| s.eq_ignore_ascii_case("bearer"))
+                {
+                    "signing in again did not help: run `mcp-budget logout <URL>` then \
+                     `mcp-budget login <URL>`, or pass a token with `--header 'Authorization: \
+                     Bearer <token>'`"
                 } else {
                     "pass the credentials it expects, e.g. `--header 'Authorization: Bearer <token>'` \
                      (or MCP_BUDGET_HEADERS, or [upstream.headers] in the config)"
                 };
                 format!(
                     "the upstream server at {url} refused the request (HTTP {status}{scheme}); \
-                     {fix}; OAuth sign-in is not supported yet"
+                     {fix}"
                 )
             }
             StatusCode::NOT_FOUND if self.state().session.is_some() => {

@@ -71,6 +71,7 @@ mod client;
 mod events;
 mod exchange;
 mod message;
+pub mod oauth;
 mod params;
 mod renew;
 
@@ -94,6 +95,7 @@ const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct HttpUpstream {
     url: Url,
     headers: HeaderMap,
+    oauth: oauth::OAuthOptions,
 }
 
 /// A bad `--upstream` URL or `--header`.
@@ -137,6 +139,7 @@ impl HttpUpstream {
         Ok(HttpUpstream {
             url,
             headers: HeaderMap::new(),
+            oauth: oauth::OAuthOptions::new(),
         })
     }
 
@@ -176,6 +179,17 @@ impl HttpUpstream {
             });
         };
         self.set_header(name, value)
+    }
+
+    /// How the proxy signs in when the server asks (`401`), unless an `Authorization` header
+    /// is set ([`oauth`]).
+    pub fn set_oauth(&mut self, options: oauth::OAuthOptions) {
+        self.oauth = options;
+    }
+
+    /// The sign-in options.
+    pub fn oauth(&self) -> &oauth::OAuthOptions {
+        &self.oauth
     }
 
     /// The server's URL.
@@ -244,6 +258,8 @@ pub(crate) struct Transport {
     renewing: tokio::sync::Mutex<()>,
     /// The GET stream of a renewed session.
     relistener: tokio::sync::Mutex<Option<AbortHandle>>,
+    /// The OAuth sign-in, unless the user set `Authorization` ([`oauth`]).
+    auth: Option<oauth::Authenticator>,
 }
 
 impl Transport {
@@ -262,8 +278,19 @@ impl Transport {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = client::Client::new(&upstream.url, &upstream.headers, CONNECT_TIMEOUT)
             .map_err(RelayError::HttpClient)?;
-        let has_authorization = upstream.headers.contains_key(http::header::AUTHORIZATION)
-            || client.has_url_credentials();
+        let has_authorization =
+            oauth::user_authorizes(&upstream.headers) || client.has_url_credentials();
+        let (client, auth) = if has_authorization {
+            (client, None)
+        } else {
+            let bearer = Arc::new(std::sync::RwLock::new(None));
+            let auth = oauth::Authenticator::new(
+                &upstream.url,
+                upstream.oauth.clone(),
+                Arc::clone(&bearer),
+            );
+            (client.with_bearer(bearer), Some(auth))
+        };
         Ok(Arc::new(Transport {
             client,
             shown: upstream.shown_url(),
@@ -274,6 +301,7 @@ impl Transport {
             params: Mutex::new(HashMap::new()),
             renewing: tokio::sync::Mutex::new(()),
             relistener: tokio::sync::Mutex::new(None),
+            auth,
         }))
     }
 
