@@ -376,6 +376,8 @@ pub struct FileOAuth {
     pub client_id: Option<String>,
     /// Its secret (prefer `MCP_BUDGET_OAUTH_CLIENT_SECRET`: a config file is often shared).
     pub client_secret: Option<String>,
+    /// The path of the client's PEM private key, for `private_key_jwt`.
+    pub private_key: Option<String>,
     /// The URL of a client ID metadata document, used as the client ID where the
     /// authorization server takes them.
     pub client_metadata_url: Option<String>,
@@ -396,6 +398,7 @@ impl FileOAuth {
         };
         set(&mut options.client_id, &self.client_id);
         set(&mut options.client_secret, &self.client_secret);
+        set(&mut options.private_key, &self.private_key);
         set(&mut options.client_metadata_url, &self.client_metadata_url);
         set(&mut options.scope, &self.scope);
         options

@@ -59,6 +59,16 @@ pub(crate) struct OAuthArgs {
     )]
     oauth_client_secret: Option<String>,
 
+    /// OAuth: the client's PEM private key file, for `private_key_jwt` client authentication
+    /// (the variable may hold the PEM text itself)
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "MCP_BUDGET_OAUTH_PRIVATE_KEY",
+        hide_env_values = true
+    )]
+    oauth_private_key: Option<String>,
+
     /// OAuth: the HTTPS URL of your client ID metadata document, used as the client ID where
     /// the authorization server takes them
     #[arg(long, value_name = "URL", env = "MCP_BUDGET_OAUTH_CLIENT_METADATA_URL")]
@@ -82,6 +92,7 @@ impl OAuthArgs {
         let flags = mcp_budget_proxy::config::FileOAuth {
             client_id: self.oauth_client_id.clone(),
             client_secret: self.oauth_client_secret.clone(),
+            private_key: self.oauth_private_key.clone(),
             client_metadata_url: self.oauth_client_metadata_url.clone(),
             scope: self.oauth_scope.clone(),
         };

@@ -52,6 +52,10 @@ pub(crate) struct ServerMetadata {
     /// 2025-11-25, "Client ID Metadata Documents").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) client_id_metadata_document_supported: Option<bool>,
+    /// The grants the server issues tokens for (RFC 8414: `authorization_code` and `implicit`
+    /// when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) grant_types_supported: Option<Vec<String>>,
     /// No metadata was found: the 2025-03-26 default endpoints are used.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) fallback: bool,

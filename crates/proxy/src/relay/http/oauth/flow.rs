@@ -58,6 +58,9 @@ pub(crate) async fn sign_in(
 ) -> Result<Record, OAuthError> {
     let found = discovery::discover(server, challenge.resource_metadata.as_deref()).await?;
     let metadata = &found.server;
+    if uses_client_credentials(metadata, options) {
+        return client_credentials(server, options, challenge, found, held).await;
+    }
     if !metadata.fallback
         && !metadata
             .code_challenge_methods_supported
@@ -106,10 +109,14 @@ pub(crate) async fn sign_in(
     }
     let (url, state) = request.url();
     let code = approve(listener, url, &redirect, state.secret(), options).await?;
-    let answer = oauth
+    let mut exchange = oauth
         .exchange_code(AuthorizationCode::new(code))
         .set_pkce_verifier(verifier)
-        .add_extra_param("resource", found.resource.clone())
+        .add_extra_param("resource", found.resource.clone());
+    for (name, value) in assertion(&client, metadata, options)? {
+        exchange = exchange.add_extra_param(name, value);
+    }
+    let answer = exchange
         .request_async(&|r| web::send(r))
         .await
         .map_err(|e| OAuthError::Token(token_error(&e)))?;
@@ -137,7 +144,10 @@ pub(crate) enum RefreshFailure {
 /// # Errors
 ///
 /// [`RefreshFailure::Rejected`] for `invalid_grant`, [`RefreshFailure::Other`] otherwise.
-pub(crate) async fn refresh(record: &Record) -> Result<Tokens, RefreshFailure> {
+pub(crate) async fn refresh(
+    record: &Record,
+    options: &OAuthOptions,
+) -> Result<Tokens, RefreshFailure> {
     let Some(old) = &record.tokens else {
         return Err(RefreshFailure::Other("not signed in".to_owned()));
     };
@@ -148,9 +158,16 @@ pub(crate) async fn refresh(record: &Record) -> Result<Tokens, RefreshFailure> {
     };
     let oauth = configured(&record.client, &record.authorization_server, None)
         .map_err(|e| RefreshFailure::Other(e.to_string()))?;
-    let answer = oauth
-        .exchange_refresh_token(&RefreshToken::new(refresh_token.clone()))
-        .add_extra_param("resource", record.resource.clone())
+    let refresh_token_value = RefreshToken::new(refresh_token.clone());
+    let mut exchange = oauth
+        .exchange_refresh_token(&refresh_token_value)
+        .add_extra_param("resource", record.resource.clone());
+    for (name, value) in assertion(&record.client, &record.authorization_server, options)
+        .map_err(|e| RefreshFailure::Other(e.to_string()))?
+    {
+        exchange = exchange.add_extra_param(name, value);
+    }
+    let answer = exchange
         .request_async(&|r| web::send(r))
         .await
         .map_err(|e| match &e {
@@ -165,6 +182,128 @@ pub(crate) async fn refresh(record: &Record) -> Result<Tokens, RefreshFailure> {
         &answer,
         old.scope.as_deref(),
         Some(refresh_token.as_str()),
+    ))
+}
+
+/// Whether to use the client credentials grant (OAuth 2.1 §4.2; MCP extension SEP-1046): a
+/// pre-registered client with a secret or a key, at a server that issues no authorization
+/// codes but client credentials.
+fn uses_client_credentials(metadata: &ServerMetadata, options: &OAuthOptions) -> bool {
+    let grants = metadata
+        .grant_types_supported
+        .as_deref()
+        .unwrap_or_default();
+    options.client_id.is_some()
+        && (options.client_secret.is_some() || options.private_key.is_some())
+        && grants.iter().any(|g| g == "client_credentials")
+        && !grants.iter().any(|g| g == "authorization_code")
+}
+
+/// A sign-in with the client credentials grant: no user, no browser.
+async fn client_credentials(
+    server: &Url,
+    options: &OAuthOptions,
+    challenge: &Challenge,
+    found: Discovered,
+    held: Option<&str>,
+) -> Result<Record, OAuthError> {
+    let client = client_for(&found.server, options, "").await?;
+    let scope = choose_scope(options, challenge, &found, held);
+    let oauth = configured(&client, &found.server, None)?;
+    let mut exchange = oauth
+        .exchange_client_credentials()
+        .add_extra_param("resource", found.resource.clone());
+    if let Some(scope) = &scope {
+        exchange = exchange.add_scopes(scope.split(' ').map(|s| Scope::new(s.to_owned())));
+    }
+    for (name, value) in assertion(&client, &found.server, options)? {
+        exchange = exchange.add_extra_param(name, value);
+    }
+    let answer = exchange
+        .request_async(&|r| web::send(r))
+        .await
+        .map_err(|e| OAuthError::Token(token_error(&e)))?;
+    Ok(Record {
+        server: web::shown(server),
+        resource: found.resource,
+        client: ClientInfo {
+            redirect_uri: None,
+            ..client
+        },
+        tokens: Some(tokens_of(&answer, scope.as_deref(), None)),
+        authorization_server: found.server,
+    })
+}
+
+/// The `client_assertion` parameters of a token request when the client authenticates with
+/// `private_key_jwt` (RFC 7523 §2.2, OpenID Connect Core §9): a JWT of the client ID (`iss`,
+/// `sub`), for the authorization server (`aud`: its issuer), valid 5 minutes, signed with the
+/// key of `--oauth-private-key` (ES256 or ES384 for an EC key, RS256 for RSA, EdDSA).
+fn assertion(
+    client: &ClientInfo,
+    metadata: &ServerMetadata,
+    options: &OAuthOptions,
+) -> Result<Vec<(&'static str, String)>, OAuthError> {
+    if client.auth_method != "private_key_jwt" {
+        return Ok(Vec::new());
+    }
+    let Some(key) = &options.private_key else {
+        return Err(OAuthError::Token(
+            "the client authenticates with private_key_jwt but no --oauth-private-key is given"
+                .to_owned(),
+        ));
+    };
+    let pem = if key.trim_start().starts_with("-----BEGIN") {
+        key.clone()
+    } else {
+        std::fs::read_to_string(key).map_err(|e| {
+            OAuthError::Token(format!("cannot read the private key file {key}: {e}"))
+        })?
+    };
+    use jsonwebtoken::{Algorithm, EncodingKey, Header};
+    let keys: Vec<(Algorithm, EncodingKey)> = [
+        EncodingKey::from_ec_pem(pem.as_bytes())
+            .ok()
+            .map(|k| vec![(Algorithm::ES256, k.clone()), (Algorithm::ES384, k)]),
+        EncodingKey::from_rsa_pem(pem.as_bytes())
+            .ok()
+            .map(|k| vec![(Algorithm::RS256, k)]),
+        EncodingKey::from_ed_pem(pem.as_bytes())
+            .ok()
+            .map(|k| vec![(Algorithm::EdDSA, k)]),
+    ]
+    .into_iter()
+    .flatten()
+    .flatten()
+    .collect();
+    let audience = metadata
+        .issuer
+        .clone()
+        .unwrap_or_else(|| metadata.token_endpoint.clone());
+    let mut nonce = [0u8; 16];
+    getrandom::fill(&mut nonce)
+        .map_err(|e| OAuthError::Token(format!("no random numbers for the JWT id: {e}")))?;
+    let issued = now();
+    let claims = serde_json::json!({
+        "iss": client.client_id, "sub": client.client_id, "aud": audience,
+        "iat": issued, "exp": issued + 300,
+        "jti": nonce.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+    });
+    for (algorithm, key) in &keys {
+        if let Ok(jwt) = jsonwebtoken::encode(&Header::new(*algorithm), &claims, key) {
+            return Ok(vec![
+                (
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned(),
+                ),
+                ("client_assertion", jwt),
+            ]);
+        }
+    }
+    Err(OAuthError::Token(
+        "the private key is not a PEM key of a kind that can sign a JWT (EC P-256/P-384, RSA, \
+         Ed25519)"
+            .to_owned(),
     ))
 }
 
@@ -226,6 +365,7 @@ async fn client_for(
     let offers = |m: &str| methods.iter().any(|k| k == m);
     if let Some(id) = &options.client_id {
         let auth_method = match &options.client_secret {
+            None if options.private_key.is_some() => "private_key_jwt",
             None => "none",
             Some(_) if offers("client_secret_basic") || !offers("client_secret_post") => {
                 "client_secret_basic"

@@ -61,6 +61,9 @@ pub struct OAuthOptions {
     pub client_id: Option<String>,
     /// Its secret (`--oauth-client-secret`, `MCP_BUDGET_OAUTH_CLIENT_SECRET`).
     pub client_secret: Option<String>,
+    /// The client's private key for `private_key_jwt` (RFC 7523): PEM text, or the path of a
+    /// PEM file (`--oauth-private-key`, `MCP_BUDGET_OAUTH_PRIVATE_KEY`).
+    pub private_key: Option<String>,
     /// The URL of a client ID metadata document to use as the client ID where the
     /// authorization server takes them (`--oauth-client-metadata-url`).
     pub client_metadata_url: Option<String>,
@@ -89,6 +92,7 @@ impl fmt::Debug for OAuthOptions {
         f.debug_struct("OAuthOptions")
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("private_key", &self.private_key.as_ref().map(|_| "…"))
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scope", &self.scope)
             .field("autoapprove", &self.autoapprove)
@@ -275,7 +279,7 @@ impl Authenticator {
         let Some(record) = self.record() else {
             return Err(flow::RefreshFailure::Other("not signed in".to_owned()));
         };
-        match flow::refresh(&record).await {
+        match flow::refresh(&record, &self.options).await {
             Ok(tokens) => {
                 let mut record = record;
                 record.tokens = Some(tokens);
