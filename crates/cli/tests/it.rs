@@ -30,6 +30,8 @@ mod proxy_fixture;
 mod proxy_images;
 #[path = "proxy_jq.rs"]
 mod proxy_jq;
+#[path = "proxy_oauth.rs"]
+mod proxy_oauth;
 #[path = "proxy_paging.rs"]
 mod proxy_paging;
 #[path = "proxy_redis.rs"]

@@ -89,6 +89,9 @@ impl Transport {
                         .filter_map(|v| v.to_str().ok()),
                 );
                 let retry = match response.status() {
+                    // Only a `Bearer` challenge asks for OAuth (RFC 6750 §3); a server that
+                    // wants Basic or an API key is answered as before.
+                    _ if !challenge.bearer => break,
                     StatusCode::UNAUTHORIZED => auth.unauthorized(&challenge, sent_bearer).await,
                     StatusCode::FORBIDDEN if challenge.is_insufficient_scope() => {
                         auth.forbidden(&challenge, sent_bearer).await

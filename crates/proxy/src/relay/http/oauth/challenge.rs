@@ -15,6 +15,8 @@ pub(crate) struct Challenge {
     pub(crate) scope: Option<String>,
     /// `error`: `invalid_token`, `insufficient_scope` … (RFC 6750 §3.1).
     pub(crate) error: Option<String>,
+    /// Whether there was a `Bearer` challenge at all (OAuth is only tried when there is).
+    pub(crate) bearer: bool,
 }
 
 impl Challenge {
@@ -37,6 +39,7 @@ impl Challenge {
                 };
                 if !head.is_empty() {
                     in_bearer = head.eq_ignore_ascii_case("bearer");
+                    found.bearer |= in_bearer;
                 }
                 if !in_bearer || rest.is_empty() {
                     continue;
@@ -125,14 +128,17 @@ mod tests {
             "DPoP algs=\"ES256\"",
         ]);
         assert_eq!(c.scope.as_deref(), Some("read"));
+        assert!(c.bearer);
         assert_eq!(c.error, None);
         assert_eq!(c.resource_metadata, None);
     }
 
     #[test]
     fn a_bare_bearer_is_an_empty_challenge() {
-        assert_eq!(Challenge::parse(["Bearer"]), Challenge::default());
+        let bare = Challenge::parse(["Bearer"]);
+        assert!(bare.bearer && bare.scope.is_none() && bare.resource_metadata.is_none());
         assert_eq!(Challenge::parse([]), Challenge::default());
+        assert!(!Challenge::parse([r#"Basic realm="x""#]).bearer);
         assert_eq!(
             Challenge::parse([r#"bearer error="invalid_token", scope="a\"b""#]).scope,
             Some("a\"b".to_owned())
