@@ -231,7 +231,9 @@ async fn unauthorized_names_the_header_to_set() {
         message.contains("--header 'Authorization: Bearer"),
         "{message}"
     );
+    // OAuth was tried first (the server's metadata is missing) and says how else to go on.
     assert!(message.contains("OAuth"), "{message}");
+    assert!(message.contains("mcp-budget login"), "{message}");
     c.finish().await;
 
     // With a token that is refused, the message says so, and never shows it.

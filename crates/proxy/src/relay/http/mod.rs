@@ -45,6 +45,10 @@
 //! - When the client leaves, the requests in flight get the grace time to finish, then the
 //!   session is ended with `DELETE`.
 //!
+//! - A `401` with a `Bearer` challenge signs in with OAuth (or refreshes the token) and sends
+//!   the request again; a `403 insufficient_scope` steps up the scopes ([`oauth`]). Unless the
+//!   user set an `Authorization` header: then it is sent as given.
+//!
 //! HTTP failures are answered to the client as JSON-RPC errors of the request that caused them
 //! (code -32000, see [`exchange`]): connection refused, TLS errors, 401/403 (naming the
 //! `--header` to set), 404 on a session (expired), other statuses with the server's own text.
@@ -95,7 +99,8 @@ const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct HttpUpstream {
     url: Url,
     headers: HeaderMap,
-    oauth: oauth::OAuthOptions,
+    /// Boxed: most upstreams never sign in, and `Upstream`'s variants stay alike in size.
+    oauth: Box<oauth::OAuthOptions>,
 }
 
 /// A bad `--upstream` URL or `--header`.
@@ -139,7 +144,7 @@ impl HttpUpstream {
         Ok(HttpUpstream {
             url,
             headers: HeaderMap::new(),
-            oauth: oauth::OAuthOptions::new(),
+            oauth: Box::new(oauth::OAuthOptions::new()),
         })
     }
 
@@ -184,7 +189,7 @@ impl HttpUpstream {
     /// How the proxy signs in when the server asks (`401`), unless an `Authorization` header
     /// is set ([`oauth`]).
     pub fn set_oauth(&mut self, options: oauth::OAuthOptions) {
-        self.oauth = options;
+        *self.oauth = options;
     }
 
     /// The sign-in options.
@@ -286,7 +291,7 @@ impl Transport {
             let bearer = Arc::new(std::sync::RwLock::new(None));
             let auth = oauth::Authenticator::new(
                 &upstream.url,
-                upstream.oauth.clone(),
+                (*upstream.oauth).clone(),
                 Arc::clone(&bearer),
             );
             (client.with_bearer(bearer), Some(auth))

@@ -73,8 +73,10 @@ pub(crate) async fn sign_in(
                 .to_owned(),
         ));
     }
+    // A registered client is reused at the same server, unless a client is given now.
     let reusable = previous.filter(|p| {
-        p.authorization_server.token_endpoint == metadata.token_endpoint
+        options.client_id.is_none()
+            && p.authorization_server.token_endpoint == metadata.token_endpoint
             && p.client.kind == "registered"
     });
     let wanted_port = reusable

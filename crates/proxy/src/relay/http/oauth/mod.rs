@@ -329,7 +329,7 @@ impl Authenticator {
                 }
             }
         }
-        self.sign_in(challenge, None).await
+        self.sign_in(challenge, None, "HTTP 401 Unauthorized").await
     }
 
     /// After a `403 insufficient_scope` to a request that carried `sent`: a sign-in for the
@@ -359,10 +359,16 @@ impl Authenticator {
                 challenge.scope.as_deref().unwrap_or("none named")
             ));
         };
-        self.sign_in(challenge, Some(&held)).await
+        self.sign_in(
+            challenge,
+            Some(&held),
+            "HTTP 403 Forbidden, insufficient_scope",
+        )
+        .await
     }
 
-    async fn sign_in(&self, challenge: &Challenge, held: Option<&str>) -> Retry {
+    /// A sign-in after `status` (for the message when it fails).
+    async fn sign_in(&self, challenge: &Challenge, held: Option<&str>, status: &str) -> Retry {
         let previous = self.record();
         match flow::sign_in(
             &self.server,
@@ -380,7 +386,12 @@ impl Authenticator {
                 log::debug(format_args!("signed in to {}", self.shown));
                 Ok(())
             }
-            Err(e) => Err(format!("signing in to {} failed: {e}", self.shown)),
+            Err(e) => Err(format!(
+                "the upstream server at {url} asked for a sign-in ({status}, Bearer) and signing \
+                 in with OAuth failed: {e}; try `mcp-budget login {url}`, or pass a token with \
+                 `--header 'Authorization: Bearer <token>'`",
+                url = self.shown
+            )),
         }
     }
 }
