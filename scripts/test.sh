@@ -52,6 +52,13 @@ if [ -x tests/e2e/run.sh ]; then
   tests/e2e/run.sh
 fi
 
+# The official MCP conformance suite (pinned in tests/conformance/package-lock.json, Node 22
+# from npm): every server scenario through serve's three faces, every client scenario with
+# `proxy --upstream` (OAuth sign-in included) as the client under test (issue 32).
+if [ -x tests/conformance/run.sh ]; then
+  MCP_BUDGET_BIN="${MCP_BUDGET_BIN:-$PWD/target/debug/mcp-budget}" tests/conformance/run.sh
+fi
+
 # The real agent clients (Claude Code, Codex, Gemini CLI, OpenCode; pinned in
 # tests/clients/package-lock.json) against scripted model servers on 127.0.0.1: what each
 # client hands its model, checked (issue 31). Reuses the e2e installs and the debug binary.

