@@ -8,6 +8,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt as _};
@@ -210,14 +211,23 @@ impl Transport {
 
     /// The GET stream of the server's own messages (requests such as `roots/list`,
     /// notifications): opened once `initialize` is answered, reopened (with `Last-Event-ID`)
-    /// when it drops, until it fails [`MAX_LISTEN_FAILURES`] times in a row or the server says
-    /// it has none (`405`). `ready` is told when the first attempt has its answer. Runs until
-    /// aborted.
+    /// when it drops, until it fails [`MAX_LISTEN_FAILURES`] times in a row, the server says
+    /// it has none (`405`: worth a warning, once, when a GET stream was open before) or forgot
+    /// the session, or the session is not the one it was opened for (a renewed session has its
+    /// own listener: one GET stream per session). `ready` is told when the first attempt has
+    /// its answer. Runs until aborted.
     pub(super) async fn listen(self: Arc<Self>, ready: oneshot::Sender<()>) {
+        let session = self.state().session.clone();
         let mut cursor = Cursor::new();
         let mut failures = 0u32;
         let mut ready = Some(ready);
         loop {
+            if self.state().session != session {
+                log::debug(format_args!(
+                    "the upstream session changed: its old GET stream is not reopened"
+                ));
+                return;
+            }
             let last_id = cursor.last_id.clone();
             let answer = self.get(last_id.as_deref()).send().await;
             if let Some(ready) = ready.take() {
@@ -225,13 +235,25 @@ impl Transport {
             }
             match answer {
                 Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
-                    log::debug(format_args!(
-                        "the upstream server offers no GET stream (HTTP 405)"
-                    ));
+                    if self.listened.load(Ordering::Relaxed)
+                        && !self.warned_405.swap(true, Ordering::Relaxed)
+                    {
+                        log::warn(format_args!(
+                            "the upstream server at {} refused to reopen its GET stream (HTTP \
+                             405): its own messages outside requests (notifications, \
+                             roots/list) no longer arrive",
+                            self.shown
+                        ));
+                    } else {
+                        log::debug(format_args!(
+                            "the upstream server offers no GET stream (HTTP 405)"
+                        ));
+                    }
                     return;
                 }
                 Ok(r) if r.status().is_success() && is_event_stream(&r) => {
                     log::debug(format_args!("the upstream server's GET stream is open"));
+                    self.listened.store(true, Ordering::Relaxed);
                     let _ = self.drain(r, &mut cursor, None).await;
                     log::debug(format_args!("the upstream server's GET stream ended"));
                     failures = if cursor.progressed { 0 } else { failures + 1 };
@@ -241,7 +263,7 @@ impl Transport {
                         "the upstream server's GET stream: HTTP {}",
                         r.status()
                     ));
-                    if r.status() == StatusCode::NOT_FOUND {
+                    if matches!(r.status(), StatusCode::NOT_FOUND | StatusCode::GONE) {
                         return;
                     }
                     failures += 1;

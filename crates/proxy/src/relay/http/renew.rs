@@ -18,7 +18,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
-use tokio::sync::oneshot;
 
 use super::super::log;
 use super::Transport;
@@ -98,17 +97,9 @@ impl Transport {
             "the upstream server at {} forgot the session (HTTP 404); started a new one",
             self.shown
         ));
-        // The GET stream of the old session ended with its 404: listen on the new one.
-        let (ready, opened) = oneshot::channel();
-        let listener = tokio::spawn(Arc::clone(self).listen(ready));
-        if let Some(old) = self
-            .relistener
-            .lock()
-            .await
-            .replace(listener.abort_handle())
-        {
-            old.abort();
-        }
+        // The GET stream of the old session is dead: listen on the new one instead (one GET
+        // stream per session).
+        let opened = self.open_listener();
         let _ = tokio::time::timeout(super::LISTEN_WAIT, opened).await;
         Ok(())
     }
