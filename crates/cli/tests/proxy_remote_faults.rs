@@ -239,6 +239,10 @@ fn status(code: u16) -> Reply {
     Reply::Body(code, None, Vec::new())
 }
 
+fn sse(data: &str) -> Reply {
+    Reply::Events(format!("event: message\ndata: {data}\n\n"))
+}
+
 fn initialize_result() -> Reply {
     json(
         r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#,
@@ -290,6 +294,10 @@ fn finish(mut proxy: Proxy) -> Vec<Value> {
         .collect()
 }
 
+fn error_message(v: &Value) -> &str {
+    v["error"]["message"].as_str().unwrap_or_default()
+}
+
 /// Answers to initialize, `notifications/*` (202), DELETE (200) and GET (405); `None` for
 /// anything else.
 fn basics(seen: &Seen) -> Option<Reply> {
@@ -300,6 +308,170 @@ fn basics(seen: &Seen) -> Option<Reply> {
         _ if seen.body.contains("\"notifications/") => Some(status(202)),
         _ => None,
     }
+}
+
+#[test]
+fn an_answer_addressed_to_no_request_answers_the_request_at_once_with_the_server_s_words() {
+    let server = Server::start(|seen| {
+        basics(seen).unwrap_or_else(|| {
+            let null = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"Invalid params: no tool named so"}}"#;
+            if seen.body.contains("\"json_null\"") {
+                json(null)
+            } else if seen.body.contains("\"sse_null\"") {
+                sse(null)
+            } else {
+                // An error without id nor code, as a bare string.
+                sse(r#"{"error":"Rate limit exceeded"}"#)
+            }
+        })
+    });
+    let mut p = proxy(&server.url, &[]);
+    let started = Instant::now();
+    for (id, tool) in [(1, "json_null"), (2, "sse_null")] {
+        p.send(&call(id, tool));
+        let v = p.recv_json();
+        assert_eq!(v["id"], id, "the request's own id: {v}");
+        assert_eq!(v["error"]["code"], -32602, "the server's code: {v}");
+        let message = error_message(&v);
+        assert!(
+            message.contains("addressed to no request")
+                && message.ends_with("Invalid params: no tool named so"),
+            "{message}"
+        );
+    }
+    p.send(&call(3, "bare"));
+    let v = p.recv_json();
+    assert_eq!(v["id"], 3);
+    assert_eq!(v["error"]["code"], -32000);
+    assert!(error_message(&v).ends_with(": Rate limit exceeded"), "{v}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "answered at once, not at the request timeout"
+    );
+    assert_eq!(finish(p), Vec::<Value>::new());
+}
+
+/// keryx#503: a `200` whose SSE stream carries `{"error":"Session not found"}` is a session
+/// the server forgot, renewed as for a `404`.
+#[test]
+fn a_200_saying_session_not_found_renews_the_session() {
+    let forgotten = Arc::new(AtomicBool::new(false));
+    let once = Arc::clone(&forgotten);
+    let server = Server::start(move |seen| {
+        basics(seen).unwrap_or_else(|| {
+            if !once.swap(true, Ordering::SeqCst) {
+                sse(r#"{"error":"Session not found"}"#)
+            } else {
+                ok(
+                    1,
+                    &format!("ok {}", seen.session.as_deref().unwrap_or("none")),
+                )
+            }
+        })
+    });
+    let mut p = proxy(&server.url, &[]);
+    p.send(&call(1, "echo"));
+    let v = p.recv_json();
+    assert_eq!(v["id"], 1, "{v}");
+    let text = v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("ok s-"), "answered in a new session: {v}");
+    let seen = server.seen();
+    let initializes = seen
+        .iter()
+        .filter(|s| s.body.contains("\"initialize\""))
+        .count();
+    assert_eq!(initializes, 2, "{seen:?}");
+    let calls: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.body.contains("tools/call"))
+        .collect();
+    assert_eq!(calls.len(), 2, "sent once more: {calls:?}");
+    assert_ne!(calls[1].session, calls[0].session);
+    assert_eq!(
+        text,
+        format!("ok {}", calls[1].session.as_deref().unwrap_or_default())
+    );
+    let log = p.wait_for_stderr("started a new one");
+    assert!(
+        log.contains("forgot the session (HTTP 200 with \"Session not found\")"),
+        "{log}"
+    );
+    assert_eq!(finish(p), Vec::<Value>::new());
+}
+
+/// typescript-sdk#1402: `410 Gone` for a session is renewed as a `404`, not sent again and
+/// again with the dead id.
+#[test]
+fn a_410_gone_session_is_renewed() {
+    let gone = Arc::new(Mutex::new(None::<String>));
+    let first = Arc::clone(&gone);
+    let server = Server::start(move |seen| {
+        basics(seen).unwrap_or_else(|| {
+            let mut first = first.lock().expect("lock");
+            match (&*first, &seen.session) {
+                (None, Some(s)) => {
+                    *first = Some(s.clone());
+                    status(410)
+                }
+                (Some(dead), Some(s)) if dead == s => status(410),
+                _ => ok(if seen.body.contains("\"id\":2") { 2 } else { 1 }, "ok"),
+            }
+        })
+    });
+    let mut p = proxy(&server.url, &[]);
+    for id in [1, 2] {
+        p.send(&call(id, "echo"));
+        let v = p.recv_json();
+        assert_eq!(v["id"], id, "{v}");
+        assert_eq!(v["result"]["content"][0]["text"], "ok", "{v}");
+    }
+    let seen = server.seen();
+    let dead = gone.lock().expect("lock").clone();
+    let with_dead = seen
+        .iter()
+        .filter(|s| s.method == "POST" && s.session == dead && s.body.contains("tools/call"))
+        .count();
+    assert_eq!(with_dead, 1, "the dead id is sent once: {seen:?}");
+    let log = p.wait_for_stderr("started a new one");
+    assert!(log.contains("(HTTP 410 Gone)"), "{log}");
+    assert_eq!(finish(p), Vec::<Value>::new());
+}
+
+/// Valid JSON that is no JSON-RPC message (a body of 2 MB, an SSE event) never reaches
+/// stdout: the request is answered with an error that says what came.
+#[test]
+fn json_that_is_no_json_rpc_message_never_reaches_the_client() {
+    let big = format!(r#"{{"rows":[{}0]}}"#, "12345678,".repeat(240_000));
+    assert!(big.len() > 2_000_000);
+    let server = Server::start(move |seen| {
+        basics(seen).unwrap_or_else(|| {
+            if seen.body.contains("\"big\"") {
+                json(&big)
+            } else {
+                sse(r#"{"status":"ok","items":[1,2,3]}"#)
+            }
+        })
+    });
+    let mut p = proxy(&server.url, &[]);
+    p.send(&call(1, "big"));
+    let v = p.recv_json();
+    assert_eq!(v["id"], 1, "{v}");
+    let message = error_message(&v);
+    assert!(
+        message.contains("without a JSON-RPC response to this request: the body is JSON but not a JSON-RPC message: {\"rows\":[12345678,"),
+        "{message}"
+    );
+    assert!(message.len() < 1000, "only its start is quoted");
+    p.send(&call(2, "event"));
+    let v = p.recv_json();
+    assert_eq!(v["id"], 2, "{v}");
+    assert!(
+        error_message(&v).contains("sent an event on its SSE stream without a JSON-RPC response to this request: the event is JSON but not a JSON-RPC message"),
+        "{v}"
+    );
+    assert_eq!(finish(p), Vec::<Value>::new());
 }
 
 /// `--request-timeout`: the client is answered, the server gets `notifications/cancelled`
@@ -354,6 +526,62 @@ fn a_request_past_the_timeout_is_cancelled_upstream_and_its_stream_closed() {
         closed.load(Ordering::SeqCst),
         "the stream of the request was closed"
     );
+    assert_eq!(finish(p), Vec::<Value>::new());
+}
+
+/// The peak resident memory of process `pid` (`VmHWM`), in bytes; `None` off Linux.
+fn peak_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// A 200 MB JSON body (chunked: no `Content-Length` to refuse it by) past `--max-line-bytes
+/// 16MiB` is read no further than the bound, then answered with an error.
+#[test]
+fn a_json_body_past_max_line_bytes_is_not_read_whole() {
+    let server = Server::start(move |seen| {
+        basics(seen).unwrap_or_else(|| {
+            if seen.body.contains("\"declared\"") {
+                Reply::Body(200, Some("application/json"), vec![b' '; 32 * 1024 * 1024])
+            } else {
+                Reply::Drip {
+                    content_type: "application/json",
+                    first:
+                        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":""#
+                            .to_owned(),
+                    chunk: Bytes::from(vec![b'x'; 1024 * 1024]),
+                    every: Duration::ZERO,
+                    count: Some(200),
+                    closed: Arc::new(AtomicBool::new(false)),
+                }
+            }
+        })
+    });
+    let limit = 16 * 1024 * 1024;
+    let mut p = proxy(&server.url, &["--max-line-bytes", &limit.to_string()]);
+    p.send(&call(1, "chunked"));
+    let v = p.recv_json_within(Duration::from_secs(30));
+    assert_eq!(v["id"], 1, "{v}");
+    assert!(
+        error_message(&v).contains(&format!(
+            "response of more than {limit} bytes exceeds the proxy's limit of {limit} bytes per line"
+        )),
+        "{v}"
+    );
+    // A Content-Length past the bound: refused without reading.
+    p.send(&call(2, "declared"));
+    let v = p.recv_json_within(Duration::from_secs(30));
+    assert_eq!(v["id"], 2, "{v}");
+    assert!(
+        error_message(&v).contains(&format!("response of {} bytes exceeds", 32 * 1024 * 1024)),
+        "{v}"
+    );
+    if let Some(peak) = peak_rss(p.pid()) {
+        // The whole body held would be 200 MB at least.
+        assert!(peak < 100 * 1024 * 1024, "peak RSS {} MiB", peak >> 20);
+    }
     assert_eq!(finish(p), Vec::<Value>::new());
 }
 

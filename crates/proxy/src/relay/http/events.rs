@@ -22,7 +22,7 @@ use super::super::log;
 use super::Transport;
 use super::bounded::{EventBound, TooLong};
 use super::client::{RequestBuilder, Response};
-use super::exchange::{self, PROTOCOL_VERSION, SESSION_ID, is_event_stream};
+use super::exchange::{self, Handed, PROTOCOL_VERSION, Refusal, SESSION_ID, is_event_stream};
 use super::message::Outgoing;
 
 /// How long to wait before resuming a stream when the server did not say (`retry`): 1 s.
@@ -45,6 +45,9 @@ enum End {
     Closed { why: Option<String> },
     /// The server sent what must not be resumed (an event past the bound): `why`.
     Broken { why: String },
+    /// The server sent, for the exchange's request, what is no JSON-RPC message for the client
+    /// (see [`Transport::hand`]).
+    Refused(Refusal),
 }
 
 /// Where a stream is, for resuming it.
@@ -69,32 +72,36 @@ impl Cursor {
 
 impl Transport {
     /// Follows the SSE answer of `message` until its response, resuming it when it drops and
-    /// the server gave event ids; answers the request with an error when it cannot.
-    pub(super) async fn follow(&self, response: Response, message: &Outgoing) {
+    /// the server gave event ids; answers the request with an error when it cannot. Returns,
+    /// without answering, what the server sent for the request that is no JSON-RPC message for
+    /// the client (the caller answers it, or renews the session).
+    pub(super) async fn follow(&self, response: Response, message: &Outgoing) -> Option<Refusal> {
         let mut cursor = Cursor::new();
         let mut response = response;
         let mut resumes = 0;
         loop {
             let why = match self.drain(response, &mut cursor, Some(message)).await {
-                End::Answered => return,
+                End::Answered => return None,
+                End::Refused(refusal) => return Some(refusal),
                 End::Broken { why } => {
                     let text = format!(
                         "the upstream server at {} broke the protocol: {why}",
                         self.shown
                     );
-                    return self.fail_with(message, text).await;
+                    self.fail_with(message, text).await;
+                    return None;
                 }
                 End::Closed { why } => why.map_or_else(String::new, |w| format!(" ({w})")),
             };
-            if message.id.is_none() {
-                return;
-            }
+            // A notification's stream: nothing to answer.
+            message.id.as_ref()?;
             let Some(last_id) = cursor.last_id.clone() else {
                 let text = format!(
                     "the upstream server at {} closed the event stream before answering{why}; it gave no event id to resume from",
                     self.shown
                 );
-                return self.fail_with(message, text).await;
+                self.fail_with(message, text).await;
+                return None;
             };
             resumes = if cursor.progressed { 1 } else { resumes + 1 };
             if resumes > MAX_RESUMES {
@@ -102,7 +109,8 @@ impl Transport {
                     "the upstream server at {} closed the event stream before answering{why}, and resuming it {MAX_RESUMES} times brought nothing",
                     self.shown
                 );
-                return self.fail_with(message, text).await;
+                self.fail_with(message, text).await;
+                return None;
             }
             log::debug(format_args!(
                 "resuming an upstream event stream after event {last_id:?} in {:?}{why}",
@@ -117,10 +125,12 @@ impl Transport {
                         self.shown,
                         r.status()
                     );
-                    return self.fail_with(message, text).await;
+                    self.fail_with(message, text).await;
+                    return None;
                 }
                 Err(e) => {
-                    return self.fail(message, exchange::Failure::Send(e)).await;
+                    self.fail(message, exchange::Failure::Send(e)).await;
+                    return None;
                 }
             };
         }
@@ -136,7 +146,6 @@ impl Transport {
     ) -> End {
         let mut events = sse_events(response, self.max_event_bytes());
         cursor.progressed = false;
-        let initialize = exchange.is_some_and(Outgoing::is_initialize);
         let mut answered = false;
         loop {
             let next = if answered {
@@ -180,8 +189,15 @@ impl Transport {
                 continue;
             };
             cursor.progressed = true;
-            let response = self.hand(data.into_bytes(), initialize).await;
-            answered |= response && exchange.is_some();
+            match self.hand(data.into_bytes(), exchange).await {
+                Handed::Relayed { answers } => answered |= answers,
+                Handed::Refused(refusal)
+                    if !answered && exchange.is_some_and(|m| m.id.is_some()) =>
+                {
+                    return End::Refused(refusal);
+                }
+                Handed::Refused(_) | Handed::Blank => {}
+            }
         }
         if answered {
             End::Answered

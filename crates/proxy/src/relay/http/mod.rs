@@ -36,10 +36,15 @@
 //!   the server gave event ids, waiting the `retry` it asked for. One event may take at most
 //!   `max_line_bytes` + 64 KiB ([`bounded`]): a stream that never ends its event is cut and the
 //!   request answered with an error.
-//! - A `404` to a request of a session starts a new session: the client's `initialize` and
-//!   `notifications/initialized` are replayed and the request sent once more ([`renew`]).
-//! - An answer with no JSON-RPC response for the request (an empty or HTML `200`, a
-//!   notification) answers the request with an error at once, not at the request timeout.
+//! - A `404` or `410 Gone` to a request of a session, or a `200` whose answer addressed to no
+//!   request says the session is not found, starts a new session: the client's `initialize`
+//!   and `notifications/initialized` are replayed and the request sent once more ([`renew`]).
+//! - Only JSON-RPC messages for the client reach it ([`message::classify`]): the response to
+//!   the request (its id's value), the server's requests and notifications. An answer with no
+//!   JSON-RPC response for the request (an empty or HTML `200`, a notification, JSON of
+//!   another shape, a response whose id is `null` or absent) answers the request with an error
+//!   at once, in the server's words, not at the request timeout. A JSON body is read up to
+//!   `max_line_bytes` + 1 bytes, no further.
 //! - A request the relay answered at its request timeout is given up: its stream is closed
 //!   and, but for a stateless request (whose cancellation that is), `notifications/cancelled`
 //!   is POSTed for it.
