@@ -44,6 +44,8 @@ mod proxy_regressions;
 mod proxy_relay;
 #[path = "proxy_remote.rs"]
 mod proxy_remote;
+#[path = "proxy_remote_faults.rs"]
+mod proxy_remote_faults;
 #[path = "proxy_servers.rs"]
 mod proxy_servers;
 #[path = "proxy_speed.rs"]

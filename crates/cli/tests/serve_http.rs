@@ -428,3 +428,96 @@ fn stateless_requests_reuse_an_idle_worker_and_share_the_local_principal() {
     let log = serve.stderr();
     assert_eq!(log.matches("stateless worker started").count(), 1, "{log}");
 }
+
+/// A POST and its headers as a 2025-11-25 client sends them.
+fn post_2025_11_25(
+    serve: &Serve,
+    session: &str,
+    accept: &str,
+    body: &Value,
+) -> reqwest::blocking::Response {
+    client()
+        .post(&serve.url)
+        .header("content-type", "application/json")
+        .header("accept", accept)
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(body.to_string())
+        .send()
+        .unwrap()
+}
+
+/// MCP 2025-11-25, Streamable HTTP: "the server SHOULD immediately send an SSE event consisting
+/// of an event ID and an empty data field in order to prime the client to reconnect". A client
+/// that drops the stream before the first message resumes from that id and gets the answer.
+#[test]
+fn a_call_stream_is_primed_at_once_and_resumed_from_the_priming_event() {
+    let serve = Serve::fixture(&[]);
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},
+        "clientInfo":{"name":"serve-tests","version":"1"}}});
+    let resp = serve.post(None, &init).send().unwrap();
+    let id = resp.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = resp.text();
+    let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+    let accept = "application/json, text/event-stream";
+    assert_eq!(post_2025_11_25(&serve, &id, accept, &note).status(), 202);
+
+    // A slow call: the headers and the priming event come at once, long before the answer.
+    let started = std::time::Instant::now();
+    let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+        "params":{"name":"slow","arguments":{"ms":1500}}});
+    let mut resp = post_2025_11_25(&serve, &id, accept, &call);
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let mut text = String::new();
+    let mut buf = [0u8; 256];
+    while !text.contains("\n\n") {
+        let n = resp.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended early: {text:?}");
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(1000),
+        "primed at once, not with the answer: {:?}",
+        started.elapsed()
+    );
+    let (stream, rest) = text
+        .strip_prefix("id: ")
+        .and_then(|t| t.split_once("-0\n"))
+        .unwrap_or_else(|| panic!("an id <stream>-0 first: {text:?}"));
+    assert!(stream.parse::<u64>().is_ok(), "{text:?}");
+    assert_eq!(
+        rest, "retry: 1000\ndata:\n\n",
+        "id, retry and empty data: {text:?}"
+    );
+    // Dropped before the first message.
+    drop(resp);
+
+    let resumed = client()
+        .get(&serve.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &id)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("last-event-id", format!("{stream}-0"))
+        .send()
+        .unwrap();
+    assert_eq!(resumed.status(), 200);
+    let text = resumed.text().unwrap();
+    assert!(
+        text.contains(&format!("id: {stream}-1\n")),
+        "the answer is event 1 of the stream: {text:?}"
+    );
+    let answer = sse_messages(&text).pop().expect("the answer");
+    assert_eq!(answer["id"], 1);
+    assert_eq!(first_text(&answer), "slept 1500 ms");
+
+    // A client that takes JSON only gets JSON, as before.
+    let echo = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+        "params":{"name":"echo","arguments":{"json":"only"}}});
+    let resp = post_2025_11_25(&serve, &id, "application/json", &echo);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    assert_eq!(first_text(&response_of(resp)), r#"{"json":"only"}"#);
+}

@@ -190,7 +190,7 @@ const TAIL_BYTES: usize = 256;
 /// TypeScript SDK's order): a guess from the last [`TAIL_BYTES`] (`"id"` inside a nested
 /// object is followed by more than one `}`, so it is never taken), to be checked by the
 /// envelope's parse; `None` when the line does not end that way.
-fn tail_id(line: &[u8]) -> Option<Vec<u8>> {
+pub(super) fn tail_id(line: &[u8]) -> Option<Vec<u8>> {
     let from = line.len().saturating_sub(TAIL_BYTES);
     let tail = &line[from..];
     let key = memchr::memmem::rfind(tail, b"\"id\"")?;

@@ -425,10 +425,14 @@ impl Relay {
             None => client.abort(),
         };
 
-        let sweeper = self
-            .options
-            .request_timeout
-            .map(|limit| tokio::spawn(expire_requests(Arc::clone(&shared), out.clone(), limit)));
+        let sweeper = self.options.request_timeout.map(|limit| {
+            tokio::spawn(expire_requests(
+                Arc::clone(&shared),
+                out.clone(),
+                limit,
+                None,
+            ))
+        });
 
         enum First {
             Client,
@@ -552,9 +556,15 @@ async fn answer_orphans(shared: &Shared, out: &ClientOut, why: &str) {
     }
 }
 
-/// Answers, with a -32001 error, every request the server has been silent about for `limit`;
-/// runs until aborted.
-async fn expire_requests(shared: Arc<Shared>, out: ClientOut, limit: Duration) {
+/// Answers, with a -32001 error, every request the server has been silent about for `limit`,
+/// and names each (its raw id) to `given_up` when there is one (the HTTP transport then
+/// cancels it upstream); runs until aborted.
+async fn expire_requests(
+    shared: Arc<Shared>,
+    out: ClientOut,
+    limit: Duration,
+    given_up: Option<tokio::sync::mpsc::UnboundedSender<Box<[u8]>>>,
+) {
     let period = (limit / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -575,6 +585,9 @@ async fn expire_requests(shared: Arc<Shared>, out: ClientOut, limit: Duration) {
             let line = reply::error_line(&entry.raw_id, reply::REQUEST_TIMEOUT, &message);
             if !out.send_from_task(line).await {
                 return;
+            }
+            if let Some(given_up) = &given_up {
+                let _ = given_up.send(entry.raw_id);
             }
         }
     }

@@ -5,7 +5,8 @@
 //! The client's lines go to the transport as whole messages (a queue instead of a stdin); what
 //! the transport receives (JSON bodies, SSE events, and the errors it writes for requests whose
 //! HTTP exchange failed) comes back as frames into the same server-side path, so routing,
-//! shaping, timeouts and telemetry are the ones of the stdio relay.
+//! shaping, timeouts and telemetry are the ones of the stdio relay. A request the sweeper answers
+//! at the request timeout is also named to the transport, which cancels it upstream.
 
 use std::sync::Arc;
 
@@ -58,11 +59,17 @@ impl Relay {
             Arc::clone(&shared),
             out.clone(),
         ));
-        let mut transport = tokio::spawn(transport.run(messages, grace));
-        let sweeper = self
-            .options
-            .request_timeout
-            .map(|limit| tokio::spawn(expire_requests(Arc::clone(&shared), out.clone(), limit)));
+        // The requests answered at the request timeout, for the transport to cancel upstream.
+        let (given_up, expired) = mpsc::unbounded_channel();
+        let mut transport = tokio::spawn(transport.run(messages, expired, grace));
+        let sweeper = self.options.request_timeout.map(|limit| {
+            tokio::spawn(expire_requests(
+                Arc::clone(&shared),
+                out.clone(),
+                limit,
+                Some(given_up),
+            ))
+        });
 
         let cause = tokio::select! {
             () = stop => {

@@ -31,6 +31,15 @@ use crate::relay::{RelayOptions, Upstream};
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
+/// The first protocol version whose POST streams open with a priming event: 2025-11-25, the
+/// revision that asks for it. Earlier clients may take an event with empty data for a
+/// malformed message (the TypeScript SDK primes from this version on, for the same reason).
+const PRIMING_SINCE: &str = "2025-11-25";
+
+/// The `retry` of a priming event: how long a client that lost the stream waits before it
+/// resumes with `Last-Event-ID`: 1 s.
+const PRIMING_RETRY: Duration = Duration::from_secs(1);
+
 /// The server's state, shared by every handler.
 pub(crate) struct App {
     options: ServeOptions,
@@ -272,7 +281,9 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Byt
             {
                 return unsupported_version(msg.id.as_deref(), v);
             }
-            deliver(session, msg, &body, accepts, None, None).await
+            // A request of a session speaking 2025-11-25 or later: its SSE answer opens at once.
+            let prime = version.is_some_and(|v| v >= PRIMING_SINCE);
+            deliver(session, msg, &body, accepts, None, None, prime).await
         }
         None if msg.is_initialize() => initialize(&app, msg, &body, accepts).await,
         None if version.is_some_and(|v| !HANDSHAKE_VERSIONS.contains(&v)) => {
@@ -309,7 +320,7 @@ async fn initialize(app: &App, msg: Incoming, body: &[u8], accepts: Accepts) -> 
         .clone()
         .unwrap_or_else(|| Principal::Session(id.clone()));
     match app.registry.start(Some(id.clone()), principal) {
-        Ok(session) => deliver(session, msg, body, accepts, Some(id), None).await,
+        Ok(session) => deliver(session, msg, body, accepts, Some(id), None, false).await,
         Err(e) => start_failed(msg.id.as_deref(), e),
     }
 }
@@ -340,7 +351,9 @@ pub(super) fn start_failed(id: Option<&RawValue>, e: StartError) -> Response {
 
 /// Writes the message into the session's relay; for a request, answers with what comes back.
 /// `new_session`: the id to return in `Mcp-Session-Id` (initialize). `pool`: the registry a
-/// stateless worker goes back to once its request is answered.
+/// stateless worker goes back to once its request is answered. `prime`: when the client
+/// accepts SSE, answer with a resumable stream at once, opened by a priming event
+/// ([`resumable`]), instead of waiting for the first message.
 pub(super) async fn deliver(
     session: Arc<Session>,
     msg: Incoming,
@@ -348,6 +361,7 @@ pub(super) async fn deliver(
     accepts: Accepts,
     new_session: Option<String>,
     pool: Option<Arc<Registry>>,
+    prime: bool,
 ) -> Response {
     let busy = session.busy();
     let line = envelope::one_line(body);
@@ -383,6 +397,9 @@ pub(super) async fn deliver(
     {
         headers.insert(SESSION_HEADER, sid);
     }
+    if prime && accepts.sse && call.pool.is_none() {
+        return resumable(call, None, headers, true);
+    }
     match call.rx.recv().await {
         Some(Routed::Final(line)) if accepts.json => {
             call.finished = true;
@@ -392,7 +409,7 @@ pub(super) async fn deliver(
             );
             (headers, line).into_response()
         }
-        Some(first) if call.pool.is_none() => resumable(call, first, headers),
+        Some(first) if call.pool.is_none() => resumable(call, Some(first), headers, false),
         Some(first) => stream(call, first, headers),
         None => {
             call.finished = true;
@@ -447,13 +464,20 @@ impl Drop for Call {
 /// A session request's SSE stream, resumable ([`super::replay`]): a task moves what comes for
 /// the request into the stream's buffer until its response (so a client that drops the
 /// connection can get the rest with `Last-Event-ID`), and the response body reads the buffer.
-fn resumable(mut call: Call, first: Routed, mut headers: HeaderMap) -> Response {
+/// `first`: what came for the request already. `prime`: the stream opens with a priming event
+/// ([`priming_event`]), so that a client that drops it before the first message can resume.
+fn resumable(
+    mut call: Call,
+    first: Option<Routed>,
+    mut headers: HeaderMap,
+    prime: bool,
+) -> Response {
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     let replay = Replay::new(call.seq);
     call.session.keep_stream(&replay);
     let pump = Arc::clone(&replay);
     tokio::spawn(async move {
-        let mut next = Some(first);
+        let mut next = first;
         loop {
             match next.take() {
                 Some(Routed::Message(line)) => pump.push(line),
@@ -477,7 +501,34 @@ fn resumable(mut call: Call, first: Routed, mut headers: HeaderMap) -> Response 
         pump.finish();
     });
     // The session is kept busy by the pump's `Call` until the response.
-    (headers, Sse::new(replay.events(0, ()))).into_response()
+    let stream = Sse::new(replay.events(0, ())).into_response();
+    if !prime {
+        return (headers, stream).into_response();
+    }
+    // axum's `Event` cannot carry an empty `data` field: the priming event goes before the
+    // stream's own bytes (same headers).
+    let (parts, body) = stream.into_parts();
+    let priming = futures_util::stream::once(std::future::ready(Ok::<_, axum::Error>(
+        priming_event(replay.stream()),
+    )));
+    let primed = futures_util::StreamExt::chain(priming, body.into_data_stream());
+    (
+        headers,
+        Response::from_parts(parts, axum::body::Body::from_stream(primed)),
+    )
+        .into_response()
+}
+
+/// The priming event of POST stream `stream` (MCP 2025-11-25, Streamable HTTP, "Sending
+/// Messages to the Server": the server SHOULD immediately send an SSE event consisting of an
+/// event ID and an empty data field, to prime the client to reconnect): the id `<stream>-0`
+/// (resuming from it replays the whole stream), the `retry` to wait before resuming
+/// ([`PRIMING_RETRY`], in milliseconds), and an empty `data` field.
+fn priming_event(stream: u64) -> Bytes {
+    Bytes::from(format!(
+        "id: {stream}-0\nretry: {}\ndata:\n\n",
+        PRIMING_RETRY.as_millis()
+    ))
 }
 
 /// The request's SSE stream: server messages for it, then its response, then the end.

@@ -17,13 +17,16 @@
 //! Each POSTed message is written as one line into the session's relay (newlines between JSON
 //! tokens become spaces; nothing else changes). Lines coming out of the relay are routed
 //! ([`session`]): a response goes to the POST that carried its request, as `application/json`
-//! when it is the first thing for that POST, else as the last event of an SSE stream; a server
+//! when it is the first thing for that POST, else as the last event of an SSE stream (a POST
+//! whose `MCP-Protocol-Version` is 2025-11-25 or later and that accepts SSE gets its SSE
+//! stream at once, opened by a priming event: see [`replay`]); a server
 //! request or notification goes to the POST whose request its `progressToken` names, else to
 //! the newest open POST, else to the session's GET stream, else it waits (bounded) for a GET
 //! stream. Each message goes to exactly one stream. A session's streams are resumable
 //! ([`replay`]): each event has an id `<stream>-<n>`, and a `GET` with `Last-Event-ID` replays
 //! the rest of that stream (a POST's answer too, up to its response). A client that
-//! disconnects does not cancel its request (2025-11-25); its answer is kept for resumption.
+//! disconnects does not cancel its request (2025-11-25); its answer is kept for resumption
+//! (from the priming event's id `<stream>-0` when nothing else had come yet).
 //!
 //! # Stateless requests (2026-07-28)
 //!

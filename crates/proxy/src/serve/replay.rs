@@ -8,6 +8,12 @@
 //! `Last-Event-ID` replays what came after that event *on that stream only*, then goes on with
 //! that stream's new events.
 //!
+//! A POST stream of a 2025-11-25 (or later) client opens at once with a priming event ("the
+//! server SHOULD immediately send an SSE event consisting of an event ID and an empty data
+//! field in order to prime the client to reconnect"): id `<stream>-0`, a `retry` and an
+//! empty `data`, written by `serve`'s handler before the stream's own events. Resuming from
+//! `<stream>-0` replays the stream from its first event.
+//!
 //! Each stream keeps at most [`KEEP_EVENTS`] events and [`KEEP_BYTES`] bytes (the oldest go
 //! first); a session keeps the buffers of its last [`KEEP_STREAMS`] POST streams. A resumption
 //! from an event no longer kept gets what is still kept (the response, the last event of a

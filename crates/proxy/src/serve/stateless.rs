@@ -92,6 +92,7 @@ pub(super) async fn post(
         accepts,
         None,
         Some(Arc::clone(&app.registry)),
+        false,
     )
     .await
 }

@@ -433,11 +433,13 @@ pub(super) async fn bytes_at_most(response: Response, max: usize) -> Bytes {
     kept.freeze()
 }
 
-/// The whole body of `response`.
+/// The whole body of `response` (for tests: the transport reads bodies with
+/// [`bytes_within`]).
 ///
 /// # Errors
 ///
 /// [`ClientError::Body`] when the body breaks off.
+#[cfg(test)]
 pub(super) async fn bytes(response: Response) -> Result<Bytes, ClientError> {
     Ok(response
         .into_body()
@@ -445,6 +447,56 @@ pub(super) async fn bytes(response: Response) -> Result<Bytes, ClientError> {
         .await
         .map_err(ClientError::Body)?
         .to_bytes())
+}
+
+/// A body read up to a bound ([`bytes_within`]).
+#[derive(Debug)]
+pub(super) enum Bounded {
+    /// The whole body, in one buffer.
+    Whole(Vec<u8>),
+    /// The body is longer than the bound; `declared`: its `Content-Length`, when it gave one
+    /// (then nothing was read).
+    TooLong { declared: Option<u64> },
+}
+
+/// The body of `response` when it holds at most `max` bytes: read into one buffer (sized by
+/// `Content-Length` when there is one, so it is not grown by copies). A longer body is read
+/// no further than `max` + 1 bytes (none when its `Content-Length` says so) and dropped, which
+/// closes its connection: a 200 MB body past a 16 MiB bound costs 16 MiB at most.
+///
+/// # Errors
+///
+/// [`ClientError::Body`] when the body breaks off.
+pub(super) async fn bytes_within(response: Response, max: usize) -> Result<Bounded, ClientError> {
+    let declared = response
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if let Some(length) = declared
+        && usize::try_from(length).map_or(true, |n| n > max)
+    {
+        return Ok(Bounded::TooLong {
+            declared: Some(length),
+        });
+    }
+    // At most the bound up front: a wrong Content-Length costs no more than that.
+    let capacity = declared
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0)
+        .min(max);
+    let mut kept = Vec::with_capacity(capacity);
+    let mut body = response.into_body();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(ClientError::Body)?;
+        if let Some(data) = frame.data_ref() {
+            if data.len() > max - kept.len() {
+                return Ok(Bounded::TooLong { declared: None });
+            }
+            kept.extend_from_slice(data);
+        }
+    }
+    Ok(Bounded::Whole(kept))
 }
 
 #[cfg(test)]

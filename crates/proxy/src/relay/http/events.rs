@@ -8,6 +8,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt as _};
@@ -21,7 +22,7 @@ use super::super::log;
 use super::Transport;
 use super::bounded::{EventBound, TooLong};
 use super::client::{RequestBuilder, Response};
-use super::exchange::{self, PROTOCOL_VERSION, SESSION_ID, is_event_stream};
+use super::exchange::{self, Handed, PROTOCOL_VERSION, Refusal, SESSION_ID, is_event_stream};
 use super::message::Outgoing;
 
 /// How long to wait before resuming a stream when the server did not say (`retry`): 1 s.
@@ -44,6 +45,9 @@ enum End {
     Closed { why: Option<String> },
     /// The server sent what must not be resumed (an event past the bound): `why`.
     Broken { why: String },
+    /// The server sent, for the exchange's request, what is no JSON-RPC message for the client
+    /// (see [`Transport::hand`]).
+    Refused(Refusal),
 }
 
 /// Where a stream is, for resuming it.
@@ -68,32 +72,36 @@ impl Cursor {
 
 impl Transport {
     /// Follows the SSE answer of `message` until its response, resuming it when it drops and
-    /// the server gave event ids; answers the request with an error when it cannot.
-    pub(super) async fn follow(&self, response: Response, message: &Outgoing) {
+    /// the server gave event ids; answers the request with an error when it cannot. Returns,
+    /// without answering, what the server sent for the request that is no JSON-RPC message for
+    /// the client (the caller answers it, or renews the session).
+    pub(super) async fn follow(&self, response: Response, message: &Outgoing) -> Option<Refusal> {
         let mut cursor = Cursor::new();
         let mut response = response;
         let mut resumes = 0;
         loop {
             let why = match self.drain(response, &mut cursor, Some(message)).await {
-                End::Answered => return,
+                End::Answered => return None,
+                End::Refused(refusal) => return Some(refusal),
                 End::Broken { why } => {
                     let text = format!(
                         "the upstream server at {} broke the protocol: {why}",
                         self.shown
                     );
-                    return self.fail_with(message, text).await;
+                    self.fail_with(message, text).await;
+                    return None;
                 }
                 End::Closed { why } => why.map_or_else(String::new, |w| format!(" ({w})")),
             };
-            if message.id.is_none() {
-                return;
-            }
+            // A notification's stream: nothing to answer.
+            message.id.as_ref()?;
             let Some(last_id) = cursor.last_id.clone() else {
                 let text = format!(
                     "the upstream server at {} closed the event stream before answering{why}; it gave no event id to resume from",
                     self.shown
                 );
-                return self.fail_with(message, text).await;
+                self.fail_with(message, text).await;
+                return None;
             };
             resumes = if cursor.progressed { 1 } else { resumes + 1 };
             if resumes > MAX_RESUMES {
@@ -101,7 +109,8 @@ impl Transport {
                     "the upstream server at {} closed the event stream before answering{why}, and resuming it {MAX_RESUMES} times brought nothing",
                     self.shown
                 );
-                return self.fail_with(message, text).await;
+                self.fail_with(message, text).await;
+                return None;
             }
             log::debug(format_args!(
                 "resuming an upstream event stream after event {last_id:?} in {:?}{why}",
@@ -116,10 +125,12 @@ impl Transport {
                         self.shown,
                         r.status()
                     );
-                    return self.fail_with(message, text).await;
+                    self.fail_with(message, text).await;
+                    return None;
                 }
                 Err(e) => {
-                    return self.fail(message, exchange::Failure::Send(e)).await;
+                    self.fail(message, exchange::Failure::Send(e)).await;
+                    return None;
                 }
             };
         }
@@ -135,7 +146,6 @@ impl Transport {
     ) -> End {
         let mut events = sse_events(response, self.max_event_bytes());
         cursor.progressed = false;
-        let initialize = exchange.is_some_and(Outgoing::is_initialize);
         let mut answered = false;
         loop {
             let next = if answered {
@@ -179,8 +189,15 @@ impl Transport {
                 continue;
             };
             cursor.progressed = true;
-            let response = self.hand(data.into_bytes(), initialize).await;
-            answered |= response && exchange.is_some();
+            match self.hand(data.into_bytes(), exchange).await {
+                Handed::Relayed { answers } => answered |= answers,
+                Handed::Refused(refusal)
+                    if !answered && exchange.is_some_and(|m| m.id.is_some()) =>
+                {
+                    return End::Refused(refusal);
+                }
+                Handed::Refused(_) | Handed::Blank => {}
+            }
         }
         if answered {
             End::Answered
@@ -210,14 +227,23 @@ impl Transport {
 
     /// The GET stream of the server's own messages (requests such as `roots/list`,
     /// notifications): opened once `initialize` is answered, reopened (with `Last-Event-ID`)
-    /// when it drops, until it fails [`MAX_LISTEN_FAILURES`] times in a row or the server says
-    /// it has none (`405`). `ready` is told when the first attempt has its answer. Runs until
-    /// aborted.
+    /// when it drops, until it fails [`MAX_LISTEN_FAILURES`] times in a row, the server says
+    /// it has none (`405`: worth a warning, once, when a GET stream was open before) or forgot
+    /// the session, or the session is not the one it was opened for (a renewed session has its
+    /// own listener: one GET stream per session). `ready` is told when the first attempt has
+    /// its answer. Runs until aborted.
     pub(super) async fn listen(self: Arc<Self>, ready: oneshot::Sender<()>) {
+        let session = self.state().session.clone();
         let mut cursor = Cursor::new();
         let mut failures = 0u32;
         let mut ready = Some(ready);
         loop {
+            if self.state().session != session {
+                log::debug(format_args!(
+                    "the upstream session changed: its old GET stream is not reopened"
+                ));
+                return;
+            }
             let last_id = cursor.last_id.clone();
             let answer = self.get(last_id.as_deref()).send().await;
             if let Some(ready) = ready.take() {
@@ -225,13 +251,25 @@ impl Transport {
             }
             match answer {
                 Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
-                    log::debug(format_args!(
-                        "the upstream server offers no GET stream (HTTP 405)"
-                    ));
+                    if self.listened.load(Ordering::Relaxed)
+                        && !self.warned_405.swap(true, Ordering::Relaxed)
+                    {
+                        log::warn(format_args!(
+                            "the upstream server at {} refused to reopen its GET stream (HTTP \
+                             405): its own messages outside requests (notifications, \
+                             roots/list) no longer arrive",
+                            self.shown
+                        ));
+                    } else {
+                        log::debug(format_args!(
+                            "the upstream server offers no GET stream (HTTP 405)"
+                        ));
+                    }
                     return;
                 }
                 Ok(r) if r.status().is_success() && is_event_stream(&r) => {
                     log::debug(format_args!("the upstream server's GET stream is open"));
+                    self.listened.store(true, Ordering::Relaxed);
                     let _ = self.drain(r, &mut cursor, None).await;
                     log::debug(format_args!("the upstream server's GET stream ended"));
                     failures = if cursor.progressed { 0 } else { failures + 1 };
@@ -241,7 +279,7 @@ impl Transport {
                         "the upstream server's GET stream: HTTP {}",
                         r.status()
                     ));
-                    if r.status() == StatusCode::NOT_FOUND {
+                    if matches!(r.status(), StatusCode::NOT_FOUND | StatusCode::GONE) {
                         return;
                     }
                     failures += 1;

@@ -15,8 +15,8 @@ use super::super::route::{self, Parsed};
 use super::super::scan::Scanner;
 use super::super::{log, reply};
 use super::Transport;
-use super::client::{self, ClientError, RequestBuilder, Response};
-use super::message::{Outgoing, header_safe, negotiated_version};
+use super::client::{self, Bounded, ClientError, RequestBuilder, Response};
+use super::message::{self, Outgoing, Received, Stray, classify, header_safe, negotiated_version};
 use super::oauth::Challenge;
 
 /// `Mcp-Session-Id` (MCP 2025-06-18, "Session Management").
@@ -46,20 +46,59 @@ pub(super) enum Failure {
     Send(ClientError),
     /// The server answered with a status that is not success.
     Status(StatusCode, Response),
+    /// The server's answer was no response to the request: said in words, with the server's
+    /// JSON-RPC error (code, message) when it gave one.
+    Server(String, Option<(i64, String)>),
     /// Anything else, said in words.
     Other(String),
 }
 
+/// What became of one message received ([`Transport::hand`]).
+pub(super) enum Handed {
+    /// Handed to the relay; `answers`: it is the response to the exchange's request.
+    Relayed { answers: bool },
+    /// Blank: nothing to hand.
+    Blank,
+    /// Not handed: it is no JSON-RPC message for the client.
+    Refused(Refusal),
+}
+
+/// Why a received message was not handed to the client.
+pub(super) enum Refusal {
+    /// A response addressed to no request (its id `null` or absent).
+    Stray(Stray),
+    /// No JSON-RPC message (`json`: JSON of another shape); `quoted`: its start, as [`quote`]
+    /// writes it.
+    NotJsonRpc { json: bool, quoted: String },
+    /// Longer than `max_line_bytes`: its length in bytes, in words (`more than N` when it was
+    /// not read to its end).
+    TooLong { bytes: String },
+}
+
+/// Messages up to this many bytes are classified on the transport's task: 1 MiB (a longer one
+/// whose ends do not decide it is parsed on the blocking pool).
+const CLASSIFY_INLINE_BYTES: usize = 1024 * 1024;
+
+/// Whether a status to a request of a session says the server does not know the session:
+/// `404` (MCP 2025-06-18, "Session Management") or `410 Gone` (typescript-sdk#1402).
+fn is_session_gone(status: StatusCode) -> bool {
+    matches!(status, StatusCode::NOT_FOUND | StatusCode::GONE)
+}
+
 impl Transport {
     /// POSTs one client message and hands what comes back to the relay.
+    ///
+    /// A session the server no longer knows (`404`; `410 Gone`, typescript-sdk#1402; a `200`
+    /// whose answer says so, keryx#503) is renewed once ([`renew`](super::renew)) and the
+    /// message sent again.
     pub(super) async fn exchange(self: Arc<Self>, line: Vec<u8>, message: Outgoing) {
         let line = bytes::Bytes::from(line);
-        let (sent_session, expired) = {
+        let expired = {
             let mut state = self.state();
             if message.is_initialize() {
                 state.expired = false;
             }
-            (state.session.clone(), state.expired)
+            state.expired
         };
         if expired {
             let text = format!(
@@ -69,81 +108,120 @@ impl Transport {
             );
             return self.fail_with(&message, text).await;
         }
+        let mut renewed = false;
+        loop {
+            let sent_session = self.state().session.clone();
+            let Some(response) = self.send_authorized(&line, &message).await else {
+                return;
+            };
+            let stale = sent_session.filter(|_| !renewed && !message.is_initialize());
+            let status = response.status();
+            let gone = if stale.is_some() && is_session_gone(status) {
+                Some(format!("HTTP {status}"))
+            } else {
+                self.answer(response, &message, stale.is_some()).await
+            };
+            let (Some(why), Some(stale)) = (gone, stale) else {
+                return;
+            };
+            // The server forgot the session: start a new one and send this once more.
+            if let Err(failed) = self.renew(&stale, &why).await {
+                {
+                    let mut state = self.state();
+                    state.session = None;
+                    state.version = None;
+                    state.expired = true;
+                }
+                let text = format!(
+                    "the upstream server at {} no longer knows this session ({why}: it expired or \
+                     the server restarted), and a new one could not be started ({failed}); \
+                     reconnect this MCP server in your client",
+                    self.shown
+                );
+                return self.fail_with(&message, text).await;
+            }
+            renewed = true;
+        }
+    }
+
+    /// POSTs `line` with the sign-in's token: a `401` with a `Bearer` challenge signs in (or
+    /// refreshes), a `403 insufficient_scope` steps up, at most [`SIGN_IN_ATTEMPTS`] times, the
+    /// message sent again after each ([`oauth`](super::oauth)). `None` when the request was
+    /// answered with an error (it could not be sent, or signing in failed).
+    async fn send_authorized(&self, line: &bytes::Bytes, message: &Outgoing) -> Option<Response> {
         if let Some(auth) = &self.auth {
             auth.before_send().await;
         }
         let mut sent_bearer = self.auth.as_ref().and_then(|a| a.current());
-        let mut response = match self.post(line.clone(), &message).send().await {
+        let mut response = match self.post(line.clone(), message).send().await {
             Ok(response) => response,
-            Err(e) => return self.fail(&message, Failure::Send(e)).await,
+            Err(e) => {
+                self.fail(message, Failure::Send(e)).await;
+                return None;
+            }
         };
-        // OAuth: a 401 signs in (or refreshes), a 403 insufficient_scope steps up; at most
-        // `SIGN_IN_ATTEMPTS` times for one request.
-        if let Some(auth) = &self.auth {
-            for _ in 0..SIGN_IN_ATTEMPTS {
-                let challenge = Challenge::parse(
-                    response
-                        .headers()
-                        .get_all(WWW_AUTHENTICATE)
-                        .iter()
-                        .filter_map(|v| v.to_str().ok()),
-                );
-                let retry = match response.status() {
-                    // Only a `Bearer` challenge asks for OAuth (RFC 6750 §3); a server that
-                    // wants Basic or an API key is answered as before.
-                    _ if !challenge.bearer => break,
-                    StatusCode::UNAUTHORIZED => auth.unauthorized(&challenge, sent_bearer).await,
-                    StatusCode::FORBIDDEN if challenge.is_insufficient_scope() => {
-                        auth.forbidden(&challenge, sent_bearer).await
-                    }
-                    _ => break,
-                };
-                if let Err(text) = retry {
-                    return self.fail_with(&message, text).await;
+        let Some(auth) = &self.auth else {
+            return Some(response);
+        };
+        for _ in 0..SIGN_IN_ATTEMPTS {
+            let challenge = Challenge::parse(
+                response
+                    .headers()
+                    .get_all(WWW_AUTHENTICATE)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok()),
+            );
+            let retry = match response.status() {
+                // Only a `Bearer` challenge asks for OAuth (RFC 6750 §3); a server that wants
+                // Basic or an API key is answered as before.
+                _ if !challenge.bearer => break,
+                StatusCode::UNAUTHORIZED => auth.unauthorized(&challenge, sent_bearer).await,
+                StatusCode::FORBIDDEN if challenge.is_insufficient_scope() => {
+                    auth.forbidden(&challenge, sent_bearer).await
                 }
-                sent_bearer = auth.current();
-                response = match self.post(line.clone(), &message).send().await {
-                    Ok(response) => response,
-                    Err(e) => return self.fail(&message, Failure::Send(e)).await,
-                };
+                _ => break,
+            };
+            if let Err(text) = retry {
+                self.fail_with(message, text).await;
+                return None;
             }
-        }
-        if response.status() == StatusCode::NOT_FOUND
-            && !message.is_initialize()
-            && let Some(stale) = sent_session
-        {
-            // The server forgot the session: start a new one and send this once more.
-            match self.renew(&stale).await {
-                Ok(()) => {
-                    response = match self.post(line, &message).send().await {
-                        Ok(response) => response,
-                        Err(e) => return self.fail(&message, Failure::Send(e)).await,
-                    };
+            sent_bearer = auth.current();
+            response = match self.post(line.clone(), message).send().await {
+                Ok(response) => response,
+                Err(e) => {
+                    self.fail(message, Failure::Send(e)).await;
+                    return None;
                 }
-                Err(why) => {
-                    {
-                        let mut state = self.state();
-                        state.session = None;
-                        state.version = None;
-                        state.expired = true;
-                    }
-                    let text = format!(
-                        "the upstream server at {} no longer knows this session (HTTP 404: it \
-                         expired or the server restarted), and a new one could not be started \
-                         ({why}); reconnect this MCP server in your client",
-                        self.shown
-                    );
-                    return self.fail_with(&message, text).await;
-                }
-            }
+            };
         }
+        Some(response)
+    }
+
+    /// Reads the answer to the POST of `message` and hands its messages to the relay, or
+    /// answers the request with an error (a failed status, no response in it, a message that
+    /// is not for the client).
+    ///
+    /// Returns why the session is gone, without answering, when the answer says the server
+    /// does not know it and `renewable` (the caller then renews it).
+    ///
+    /// A JSON body is read up to `max_line_bytes` + 1 bytes ([`client::bytes_within`]): a
+    /// longer one is answered with an error without being held. A valid answer within the
+    /// bound peaks at about 4× its size in memory (the body read, then the shaper's parsed
+    /// value and its output: a 200 MB answer ~800 MiB).
+    async fn answer(
+        &self,
+        response: Response,
+        message: &Outgoing,
+        renewable: bool,
+    ) -> Option<String> {
         let status = response.status();
         if message.is_initialize() && status.is_success() {
             let session = response.headers().get(SESSION_ID).cloned();
             self.state().session = session;
         }
         if !status.is_success() {
-            return self.fail(&message, Failure::Status(status, response)).await;
+            self.fail(message, Failure::Status(status, response)).await;
+            return None;
         }
         if status == StatusCode::ACCEPTED {
             if message.id.is_some() {
@@ -152,35 +230,114 @@ impl Transport {
                     message.method.as_deref().unwrap_or("a request")
                 ));
             }
-            return;
+            return None;
         }
         if is_event_stream(&response) {
-            return self.follow(response, &message).await;
+            let refusal = self.follow(response, message).await?;
+            let source = "sent an event on its SSE stream";
+            return self
+                .refuse(message, refusal, renewable, source, "the event")
+                .await;
         }
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        match client::bytes(response).await {
-            Ok(body) => {
-                let quoted = (message.id.is_some()).then(|| quote(&body));
-                let answered = self.hand(Vec::from(body), message.is_initialize()).await;
-                if let Some(quoted) = quoted.filter(|_| !answered) {
+        let what = content_type.map_or_else(
+            || "no Content-Type".to_owned(),
+            |t| format!("Content-Type {t:?}"),
+        );
+        let source = format!("answered HTTP {status} ({what})");
+        let body = match client::bytes_within(response, self.max_line_bytes).await {
+            Ok(Bounded::Whole(body)) => body,
+            Ok(Bounded::TooLong { declared }) => {
+                let bytes = declared.map_or_else(
+                    || format!("more than {}", self.max_line_bytes),
+                    |n| n.to_string(),
+                );
+                log::warn(format_args!(
+                    "dropped an upstream answer of {bytes} bytes: over the limit of {} bytes \
+                     (--max-line-bytes)",
+                    self.max_line_bytes
+                ));
+                let refusal = Refusal::TooLong { bytes };
+                return self
+                    .refuse(message, refusal, false, &source, "the body")
+                    .await;
+            }
+            Err(e) => {
+                self.fail(message, Failure::Send(e)).await;
+                return None;
+            }
+        };
+        let quoted = message.id.is_some().then(|| quote(&body));
+        match self.hand(body, Some(message)).await {
+            Handed::Relayed { answers: true } => None,
+            Handed::Refused(refusal) => {
+                self.refuse(message, refusal, renewable, &source, "the body")
+                    .await
+            }
+            Handed::Relayed { answers: false } | Handed::Blank => {
+                if let Some(quoted) = quoted {
                     // Nothing else will answer it: say so now rather than at the timeout.
-                    let what = content_type.map_or_else(
-                        || "no Content-Type".to_owned(),
-                        |t| format!("Content-Type {t:?}"),
-                    );
                     let text = format!(
-                        "the upstream server at {} answered HTTP {status} ({what}) without a \
-                         JSON-RPC response to this request{quoted}",
+                        "the upstream server at {} {source} without a JSON-RPC response to this \
+                         request{quoted}",
                         self.shown
                     );
-                    self.fail_with(&message, text).await;
+                    self.fail_with(message, text).await;
+                }
+                None
+            }
+        }
+    }
+
+    /// Answers the request of `message` with the error that `refusal` calls for: the server's
+    /// answer (`source`, e.g. `answered HTTP 200 OK (…)`; `part`: `the body`, `the event`) is
+    /// no JSON-RPC message for the client. Returns why the session is gone instead, without
+    /// answering, when the server's words say it does not know the session and `renewable`.
+    async fn refuse(
+        &self,
+        message: &Outgoing,
+        refusal: Refusal,
+        renewable: bool,
+        source: &str,
+        part: &str,
+    ) -> Option<String> {
+        let url = &self.shown;
+        let failure = match refusal {
+            Refusal::Stray(stray) if stray.session_gone && renewable => {
+                return Some(format!("HTTP 200 with {:?}", stray.words));
+            }
+            Refusal::Stray(stray) => {
+                let text = format!(
+                    "the upstream server at {url} {source} with an answer addressed to no request \
+                     (its id is null or absent) instead of the response to this request"
+                );
+                match stray.code {
+                    Some(code) => Failure::Server(text, Some((code, stray.words))),
+                    None => Failure::Server(format!("{text}: {}", stray.words), None),
                 }
             }
-            Err(e) => self.fail(&message, Failure::Send(e)).await,
-        }
+            Refusal::NotJsonRpc { json, quoted } => {
+                let kind = if json {
+                    "JSON but not a JSON-RPC message"
+                } else {
+                    "not JSON"
+                };
+                Failure::Other(format!(
+                    "the upstream server at {url} {source} without a JSON-RPC response to this \
+                     request: {part} is {kind}{quoted}"
+                ))
+            }
+            Refusal::TooLong { bytes } => Failure::Other(format!(
+                "the upstream server's response of {bytes} bytes exceeds the proxy's limit of {} \
+                 bytes per line (mcp-budget --max-line-bytes)",
+                self.max_line_bytes
+            )),
+        };
+        self.fail(message, failure).await;
+        None
     }
 
     /// The POST of `line` with the headers the protocol asks for.
@@ -233,9 +390,13 @@ impl Transport {
         request.body(line)
     }
 
-    /// Hands one received message to the relay as one line; `initialize`'s answer also sets the
-    /// version later requests send. Returns whether it was a response.
-    pub(super) async fn hand(&self, mut message: Vec<u8>, initialize: bool) -> bool {
+    /// Hands one received message of the exchange of `exchange` (`None`: the GET stream) to the
+    /// relay as one line, when it is a JSON-RPC message for the client ([`classify`]);
+    /// `initialize`'s answer also sets the version later requests send. What is not (a
+    /// response addressed to no request, no JSON-RPC message, and for a request's exchange a
+    /// message longer than `max_line_bytes`) never reaches the client: it is returned, for the
+    /// caller to answer the request with, or (without a request) dropped with a warning.
+    pub(super) async fn hand(&self, mut message: Vec<u8>, exchange: Option<&Outgoing>) -> Handed {
         // Pretty-printed JSON and multi-line SSE data: a line break outside a string is
         // whitespace, and a JSON string holds none.
         // (memchr: a byte loop costs ~0.5 ms per MB, and most messages hold no line break.)
@@ -251,29 +412,111 @@ impl Transport {
             message.drain(..3);
         }
         if message.iter().all(u8::is_ascii_whitespace) {
-            return false;
+            return Handed::Blank;
         }
-        let response = super::message::is_response(&message);
+        let request = exchange.and_then(|m| m.id.as_deref()).map(route::id_key);
+        if message.len() > self.max_line_bytes {
+            return self.hand_too_long(message, request.as_deref()).await;
+        }
+        let (message, received) = if message.len() > CLASSIFY_INLINE_BYTES {
+            // Long messages the ends do not decide are parsed whole: off the runtime's threads.
+            let decided = message::classify_head(&message, request.as_deref());
+            match decided {
+                Some(received) => (message, received),
+                None => {
+                    let parsing = tokio::task::spawn_blocking(move || {
+                        let received = classify(&message, request.as_deref());
+                        (message, received)
+                    });
+                    match parsing.await {
+                        Ok(done) => done,
+                        Err(_) => {
+                            let quoted = String::new();
+                            return Handed::Refused(Refusal::NotJsonRpc {
+                                json: false,
+                                quoted,
+                            });
+                        }
+                    }
+                }
+            }
+        } else {
+            let received = classify(&message, request.as_deref());
+            (message, received)
+        };
+        let (response, answers) = match received {
+            Received::Message { response, answers } => (response, answers),
+            Received::Stray(stray) => {
+                return self.refused(exchange, Refusal::Stray(stray), &message);
+            }
+            Received::NotJsonRpc { json } => {
+                let quoted = quote(&message);
+                return self.refused(exchange, Refusal::NotJsonRpc { json, quoted }, &message);
+            }
+        };
+        let mut message = message;
         if response && memchr::memmem::find(&message, b"\"x-mcp-header\"").is_some() {
             self.learn_params(&mut message);
         }
-        if initialize
-            && response
+        if answers
+            && exchange.is_some_and(Outgoing::is_initialize)
             && let Some(version) = negotiated_version(&message)
         {
             self.state().version = Some(version);
         }
-        let frame = if message.len() > self.max_line_bytes {
-            Frame::TooLong {
-                bytes: message.len() as u64,
-                scan: Scanner::scan(&message),
-            }
-        } else {
-            Frame::Line(message)
-        };
         // Fails only when the relay is shutting down.
-        let _ = self.frames.send(frame).await;
-        response
+        let _ = self.frames.send(Frame::Line(message)).await;
+        Handed::Relayed { answers }
+    }
+
+    /// [`Transport::hand`] of a message longer than `max_line_bytes`: the relay gets it as
+    /// [`Frame::TooLong`] (it logs it, and answers the request its scan names) unless it is
+    /// for the exchange's request (`request`: its id key), which is then refused.
+    async fn hand_too_long(&self, message: Vec<u8>, request: Option<&[u8]>) -> Handed {
+        let scan = Scanner::scan(&message);
+        let bytes = message.len();
+        drop(message);
+        let other = scan.id.as_deref().map(route::id_key);
+        if let Some(request) = request
+            && !scan.has_method
+            && other.as_deref().is_none_or(|other| other == request)
+        {
+            log::warn(format_args!(
+                "dropped an upstream message of {bytes} bytes: over the limit of {} bytes \
+                 (--max-line-bytes)",
+                self.max_line_bytes
+            ));
+            return Handed::Refused(Refusal::TooLong {
+                bytes: bytes.to_string(),
+            });
+        }
+        let _ = self
+            .frames
+            .send(Frame::TooLong {
+                bytes: bytes as u64,
+                scan,
+            })
+            .await;
+        Handed::Relayed { answers: false }
+    }
+
+    /// A message refused by [`Transport::hand`]: returned for a request's exchange, else
+    /// dropped with a warning.
+    fn refused(&self, exchange: Option<&Outgoing>, refusal: Refusal, message: &[u8]) -> Handed {
+        if exchange.is_none_or(|m| m.id.is_none()) {
+            let what = match &refusal {
+                Refusal::Stray(_) => "an answer addressed to no request",
+                Refusal::NotJsonRpc { .. } | Refusal::TooLong { .. } => {
+                    "what is not a JSON-RPC message"
+                }
+            };
+            log::warn(format_args!(
+                "dropped {what} from the upstream server at {}: {}",
+                self.shown,
+                log::preview(message)
+            ));
+        }
+        Handed::Refused(refusal)
     }
 
     /// Learns the `x-mcp-header` parameters of a `tools/list` result, and drops the tools whose
@@ -305,6 +548,7 @@ impl Transport {
         let (text, upstream_error) = match failure {
             Failure::Send(e) => (self.describe_error(&e), None),
             Failure::Other(text) => (text, None),
+            Failure::Server(text, error) => (text, error),
             Failure::Status(status, response) => self.describe_status(status, response).await,
         };
         let what = message.method.as_deref().unwrap_or("a message");
@@ -376,16 +620,18 @@ impl Transport {
                      {fix}"
                 )
             }
-            StatusCode::NOT_FOUND if self.state().session.is_some() => {
+            s if is_session_gone(s) && self.state().session.is_some() => {
                 // Every later request would get the same: forget the session, so that a client
                 // that initializes again gets a new one.
                 let mut state = self.state();
                 state.session = None;
                 state.version = None;
                 drop(state);
-                "the upstream server no longer knows this session (HTTP 404: it expired or the \
-                 server restarted); reconnect this MCP server in your client to start a new one"
-                    .to_owned()
+                format!(
+                    "the upstream server no longer knows this session (HTTP {status}: it expired \
+                     or the server restarted); reconnect this MCP server in your client to start \
+                     a new one"
+                )
             }
             s if s.is_redirection() && location.is_some() => format!(
                 "the upstream server at {url} redirects to {} (HTTP {status}); give that URL as \

@@ -142,6 +142,160 @@ pub(super) fn is_response(message: &[u8]) -> bool {
 /// How many first bytes of a message [`is_response`] reads key by key: 64 KiB.
 const HEAD_BYTES: usize = 64 * 1024;
 
+/// What one message of the server is to the exchange that received it ([`classify`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Received {
+    /// A JSON-RPC message for the client: a request or notification of the server, a batch, or
+    /// a response with an id. `response`: it is a response; `answers`: it is the response to
+    /// the exchange's request (its id has the same value).
+    Message { response: bool, answers: bool },
+    /// A response addressed to no request: an `error` or `result` whose `id` is `null` or
+    /// absent (keryx#503's `{"error":"Session not found"}`, a JSON-RPC error with `id: null`).
+    Stray(Stray),
+    /// No JSON-RPC message: JSON of another shape (`json`), or no JSON at all.
+    NotJsonRpc { json: bool },
+}
+
+/// A response addressed to no request, in the server's words.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Stray {
+    /// The code of its error, when the error is an object with an integer `code`.
+    pub(super) code: Option<i64>,
+    /// Its error's `message` (or the error itself when it is a string), else the start of the
+    /// message; at most [`WORDS_BYTES`] bytes.
+    pub(super) words: String,
+    /// The words say the server does not know the session ([`says_session_gone`]).
+    pub(super) session_gone: bool,
+}
+
+/// How many bytes of the server's words a [`Stray`] keeps: 300.
+const WORDS_BYTES: usize = 300;
+
+/// What `message` (one line, line breaks already made spaces) is to the exchange of the request
+/// whose id has the [`route::id_key`] `expected` (`None`: a notification's or response's
+/// exchange, or the GET stream).
+///
+/// A message longer than [`HEAD_BYTES`] is decided, when it can be, by [`classify_head`]
+/// (microseconds for a 12 MB response); otherwise the envelope is parsed, which reads every
+/// byte (about 10–20 ms per 12 MB): call it off the runtime's threads for a long one.
+pub(super) fn classify(message: &[u8], expected: Option<&[u8]>) -> Received {
+    if let Some(decided) = classify_head(message, expected) {
+        return decided;
+    }
+    let mut masked = None;
+    let (parsed, text) = route::parse_lenient(message, &mut masked);
+    let envelope = match parsed {
+        Parsed::Message(envelope) => envelope,
+        Parsed::Batch => {
+            return Received::Message {
+                response: false,
+                answers: false,
+            };
+        }
+        Parsed::Invalid(_) => return Received::NotJsonRpc { json: true },
+        Parsed::NotJson(_) => return Received::NotJsonRpc { json: false },
+    };
+    if envelope.method.is_some() {
+        return Received::Message {
+            response: false,
+            answers: false,
+        };
+    }
+    if envelope.result.is_none() && envelope.error.is_none() {
+        return Received::NotJsonRpc { json: true };
+    }
+    match envelope.id.filter(|id| id.get() != "null") {
+        Some(id) => Received::Message {
+            response: true,
+            answers: expected == Some(&route::id_key(route::raw_in(message, text, id))[..]),
+        },
+        None => Received::Stray(stray(envelope.error, message)),
+    }
+}
+
+/// [`classify`] of a message longer than [`HEAD_BYTES`] by the top-level keys of its first
+/// [`HEAD_BYTES`] and its last bytes: a `method` there is a server request or notification; a
+/// `result` or `error` with an id (at the start, or at the end as the TypeScript SDK writes
+/// it: `from_server::tail_id`) that is not `null`, and no `"method"` anywhere after the head,
+/// is a response. `None` when that does not decide it.
+pub(super) fn classify_head(message: &[u8], expected: Option<&[u8]>) -> Option<Received> {
+    let rest = message.get(HEAD_BYTES..).filter(|r| !r.is_empty())?;
+    let head = Scanner::head(message, HEAD_BYTES);
+    if head.has_method {
+        return Some(Received::Message {
+            response: false,
+            answers: false,
+        });
+    }
+    if !head.has_outcome || memchr::memmem::find(rest, b"\"method\"").is_some() {
+        return None;
+    }
+    let id = head
+        .id
+        .or_else(|| super::super::from_server::tail_id(message))
+        .filter(|id| id != b"null")?;
+    Some(Received::Message {
+        response: true,
+        answers: expected == Some(&route::id_key(&id)[..]),
+    })
+}
+
+/// The [`Stray`] of a response without an id, whose `error` member is `error`.
+fn stray(error: Option<&RawValue>, message: &[u8]) -> Stray {
+    let error: Option<Value> = error.and_then(|e| serde_json::from_str(e.get()).ok());
+    let (code, words) = match &error {
+        Some(Value::String(text)) => (None, Some(text.clone())),
+        Some(Value::Object(object)) => (
+            object.get("code").and_then(Value::as_i64),
+            object
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        ),
+        _ => (None, None),
+    };
+    let words = words.unwrap_or_else(|| String::from_utf8_lossy(message).into_owned());
+    let words = shortened(words.split_whitespace().collect::<Vec<_>>().join(" "));
+    Stray {
+        code,
+        session_gone: says_session_gone(&words),
+        words,
+    }
+}
+
+/// `text` cut to at most [`WORDS_BYTES`] bytes, at a character boundary (`…` marks a cut).
+fn shortened(mut text: String) -> String {
+    if text.len() > WORDS_BYTES {
+        let mut end = WORDS_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
+}
+
+/// Whether a server's words say it does not know the session: they name a session and say it
+/// is not found, unknown, expired, invalid, missing or terminated (keryx#503: `Session not
+/// found`; the TypeScript SDK: `Session not found`, `No valid session ID provided`; others:
+/// `Unknown session`, `Session expired`, `Session terminated`).
+pub(super) fn says_session_gone(words: &str) -> bool {
+    let words = words.to_ascii_lowercase();
+    words.contains("session")
+        && [
+            "not found",
+            "unknown",
+            "expired",
+            "invalid",
+            "no valid",
+            "does not exist",
+            "terminated",
+        ]
+        .iter()
+        .any(|w| words.contains(w))
+}
+
 /// The `protocolVersion` of an `initialize` result, if `message` is one.
 pub(super) fn negotiated_version(message: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
@@ -262,6 +416,109 @@ mod tests {
             r#"{"_meta":{"data":""#,
             r#""},"result":{},"jsonrpc":"2.0","id":1}"#
         )));
+    }
+
+    #[test]
+    fn only_the_response_with_the_request_s_id_answers_it() {
+        let one = route::id_key(b"1");
+        let expected = Some(&one[..]);
+        let message = |response, answers| Received::Message { response, answers };
+        assert_eq!(
+            classify(br#"{"jsonrpc":"2.0","id":1.0,"result":{}}"#, expected),
+            message(true, true)
+        );
+        assert_eq!(
+            classify(br#"{"jsonrpc":"2.0","id":2,"result":{}}"#, expected),
+            message(true, false)
+        );
+        assert_eq!(
+            classify(
+                br#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#,
+                expected
+            ),
+            message(false, false)
+        );
+        assert_eq!(
+            classify(br#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#, expected),
+            message(false, false)
+        );
+        // keryx#503, and a JSON-RPC error addressed to no request.
+        let Received::Stray(keryx) = classify(br#"{"error":"Session not found"}"#, expected) else {
+            panic!("a stray answer");
+        };
+        assert_eq!(
+            keryx,
+            Stray {
+                code: None,
+                words: "Session not found".to_owned(),
+                session_gone: true
+            }
+        );
+        let Received::Stray(null) = classify(
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: body too large"}}"#,
+            expected,
+        ) else {
+            panic!("a stray answer");
+        };
+        assert_eq!(null.code, Some(-32600));
+        assert_eq!(null.words, "Bad Request: body too large");
+        assert!(!null.session_gone);
+        // JSON that is no JSON-RPC message, and no JSON.
+        for json in [
+            &br#"{"rows":[1,2,3]}"#[..],
+            br#"{"id":1}"#,
+            b"[1",
+            b"<html>",
+        ] {
+            assert!(
+                matches!(classify(json, expected), Received::NotJsonRpc { .. }),
+                "{}",
+                String::from_utf8_lossy(json)
+            );
+        }
+        assert_eq!(classify(b"42", None), Received::NotJsonRpc { json: true });
+    }
+
+    #[test]
+    fn long_messages_are_classified_by_their_ends_when_they_can_be() {
+        let pad = "x".repeat(HEAD_BYTES + 10);
+        let one = route::id_key(b"7");
+        let ts = format!(
+            r#"{{"result":{{"content":[{{"type":"text","text":"{pad}"}}]}},"jsonrpc":"2.0","id":7}}"#
+        );
+        assert_eq!(
+            classify_head(ts.as_bytes(), Some(&one)),
+            Some(Received::Message {
+                response: true,
+                answers: true
+            })
+        );
+        // Not decided by its ends: the whole is read.
+        let big = format!(r#"{{"rows":"{pad}"}}"#);
+        assert_eq!(classify_head(big.as_bytes(), Some(&one)), None);
+        assert_eq!(
+            classify(big.as_bytes(), Some(&one)),
+            Received::NotJsonRpc { json: true }
+        );
+        let null = format!(r#"{{"error":{{"code":1,"message":"{pad}"}},"id":null}}"#);
+        assert!(
+            matches!(classify(null.as_bytes(), Some(&one)), Received::Stray(s) if s.words.len() <= WORDS_BYTES + 3)
+        );
+    }
+
+    #[test]
+    fn session_gone_words_are_recognized() {
+        for gone in [
+            "Session not found",
+            "Bad Request: No valid session ID provided",
+            "unknown session id",
+            "Session expired",
+        ] {
+            assert!(says_session_gone(gone), "{gone}");
+        }
+        for other in ["Not found", "Internal error", "Tool not found"] {
+            assert!(!says_session_gone(other), "{other}");
+        }
     }
 
     #[test]

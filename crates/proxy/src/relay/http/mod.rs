@@ -29,16 +29,25 @@
 //!   (`405` means the server offers none), before the client's next message is sent (up to
 //!   2 s), so that a request the server sends right after `notifications/initialized`
 //!   (`roots/list`) is not lost. It is reopened with `Last-Event-ID` when it drops, a few times
-//!   at most.
+//!   at most (a `405` then is a warning, once). One listens at a time: a renewed session's
+//!   replaces the old session's.
 //! - An SSE answer that ends before the response (a dropped connection, or a 2025-11-25 server
 //!   that closes the stream to be polled) is resumed with a GET carrying `Last-Event-ID` when
 //!   the server gave event ids, waiting the `retry` it asked for. One event may take at most
 //!   `max_line_bytes` + 64 KiB ([`bounded`]): a stream that never ends its event is cut and the
 //!   request answered with an error.
-//! - A `404` to a request of a session starts a new session: the client's `initialize` and
-//!   `notifications/initialized` are replayed and the request sent once more ([`renew`]).
-//! - An answer with no JSON-RPC response for the request (an empty or HTML `200`, a
-//!   notification) answers the request with an error at once, not at the request timeout.
+//! - A `404` or `410 Gone` to a request of a session, or a `200` whose answer addressed to no
+//!   request says the session is not found, starts a new session: the client's `initialize`
+//!   and `notifications/initialized` are replayed and the request sent once more ([`renew`]).
+//! - Only JSON-RPC messages for the client reach it ([`message::classify`]): the response to
+//!   the request (its id's value), the server's requests and notifications. An answer with no
+//!   JSON-RPC response for the request (an empty or HTML `200`, a notification, JSON of
+//!   another shape, a response whose id is `null` or absent) answers the request with an error
+//!   at once, in the server's words, not at the request timeout. A JSON body is read up to
+//!   `max_line_bytes` + 1 bytes, no further.
+//! - A request the relay answered at its request timeout is given up: its stream is closed
+//!   and, but for a stateless request (whose cancellation that is), `notifications/cancelled`
+//!   is POSTed for it.
 //! - A client's `notifications/cancelled` of a stateless (2026-07-28) request closes that
 //!   request's stream instead of being sent (the transport's cancellation); for earlier
 //!   versions it is POSTed like any notification.
@@ -56,6 +65,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -222,6 +232,17 @@ impl fmt::Debug for HttpUpstream {
     }
 }
 
+/// The `notifications/cancelled` of the request `raw_id` the relay gave up on.
+fn cancelled_line(raw_id: &[u8]) -> Vec<u8> {
+    let mut line =
+        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"#.to_vec();
+    line.extend_from_slice(raw_id);
+    line.extend_from_slice(
+        br#","reason":"mcp-budget: no answer within the request timeout (--request-timeout)"}}"#,
+    );
+    line
+}
+
 /// `url` without user info, query or fragment (they may hold credentials).
 pub(super) fn shown_url(url: &Url) -> String {
     let mut shown = url.clone();
@@ -261,8 +282,13 @@ pub(crate) struct Transport {
     params: Mutex<HashMap<String, Vec<params::ParamHeader>>>,
     /// Held while a new session is started ([`renew`]): one at a time.
     renewing: tokio::sync::Mutex<()>,
-    /// The GET stream of a renewed session.
-    relistener: tokio::sync::Mutex<Option<AbortHandle>>,
+    /// The task listening on the session's GET stream: one per transport, replaced (the old
+    /// one aborted) when a renewed session opens its own.
+    listener: Mutex<Option<AbortHandle>>,
+    /// A GET stream was open once (a `405` after that is worth a warning).
+    listened: AtomicBool,
+    /// The warning of a `405` to a reopened GET stream was written (it is written once).
+    warned_405: AtomicBool,
     /// The OAuth sign-in, unless the user set `Authorization` ([`oauth`]).
     auth: Option<oauth::Authenticator>,
 }
@@ -305,7 +331,9 @@ impl Transport {
             max_line_bytes,
             params: Mutex::new(HashMap::new()),
             renewing: tokio::sync::Mutex::new(()),
-            relistener: tokio::sync::Mutex::new(None),
+            listener: Mutex::new(None),
+            listened: AtomicBool::new(false),
+            warned_405: AtomicBool::new(false),
             auth,
         }))
     }
@@ -322,41 +350,65 @@ impl Transport {
 
     /// Sends the client's messages until the queue closes (the client left); then gives the
     /// requests in flight `grace` to finish, and ends the session.
+    ///
+    /// `expired` names (by raw id) the requests the relay answered itself because the server
+    /// did not within the request timeout: each is cancelled upstream ([`Transport::abandon`]).
     pub(crate) async fn run(
         self: Arc<Self>,
         mut messages: mpsc::Receiver<Vec<u8>>,
+        mut expired: mpsc::UnboundedReceiver<Box<[u8]>>,
         grace: Duration,
     ) {
         let mut in_flight = JoinSet::new();
-        let mut listener = None;
-        // Stateless (2026-07-28) requests in flight, by id key: closing a request's stream is
-        // its cancellation on Streamable HTTP.
-        let mut cancellable: HashMap<Vec<u8>, AbortHandle> = HashMap::new();
-        while let Some(line) = messages.recv().await {
+        // The requests in flight, by id key: their exchange (closing its stream cancels a
+        // stateless request, and ends one given up on) and whether they are stateless.
+        let mut requests: HashMap<Vec<u8>, (AbortHandle, bool)> = HashMap::new();
+        let mut expiring = true;
+        loop {
+            let line = tokio::select! {
+                line = messages.recv() => match line {
+                    Some(line) => line,
+                    None => break,
+                },
+                raw = expired.recv(), if expiring => {
+                    match raw {
+                        Some(raw) => {
+                            let key = route::id_key(&raw);
+                            if let Some((exchange, stateless)) = requests.remove(&key) {
+                                self.abandon(&raw, &exchange, stateless, &mut in_flight);
+                            }
+                        }
+                        None => expiring = false,
+                    }
+                    continue;
+                }
+            };
             while let Some(done) = in_flight.try_join_next_with_id() {
                 let id = match done {
                     Ok((id, ())) => id,
                     Err(e) => e.id(),
                 };
-                cancellable.retain(|_, handle| handle.id() != id);
+                requests.retain(|_, (handle, _)| handle.id() != id);
             }
             let message = Outgoing::read(&line);
-            if let Some(handle) = message.cancels.as_ref().and_then(|k| cancellable.remove(k)) {
+            if let Some(cancelled) = message.cancels.as_ref()
+                && let Some((handle, true)) = requests.get(cancelled)
+            {
                 // MCP 2026-07-28, Streamable HTTP, "Cancellation": closing the SSE response
                 // stream is the cancellation; no `notifications/cancelled` is sent.
                 handle.abort();
+                requests.remove(cancelled);
                 continue;
             }
             if message.is_initialize() {
                 self.state().handshake = Some((bytes::Bytes::from(line.clone()), None));
                 // Its answer holds the session id and the version every later request sends.
                 Arc::clone(&self).exchange(line, message).await;
-                if listener.is_none() && self.state().version.is_some() {
+                if self.no_listener() && self.state().version.is_some() {
                     // The GET stream is opened before anything else is sent: a server that
                     // sends a request (roots/list) right after `notifications/initialized`
                     // would otherwise send it before the stream exists, and it would be lost.
-                    let (ready, opened) = oneshot::channel();
-                    listener = Some(tokio::spawn(Arc::clone(&self).listen(ready)));
+                    let opened = self.open_listener();
                     let _ = timeout(LISTEN_WAIT, opened).await;
                 }
                 continue;
@@ -369,14 +421,11 @@ impl Transport {
                 Arc::clone(&self).exchange(line, message).await;
                 continue;
             }
-            let key = message
-                .id
-                .as_deref()
-                .filter(|_| message.stateless_version.is_some())
-                .map(route::id_key);
+            let key = message.id.as_deref().map(route::id_key);
+            let stateless = message.stateless_version.is_some();
             let handle = in_flight.spawn(Arc::clone(&self).exchange(line, message));
             if let Some(key) = key {
-                cancellable.insert(key, handle);
+                requests.insert(key, (handle, stateless));
             }
         }
         if !in_flight.is_empty() {
@@ -390,13 +439,59 @@ impl Transport {
         })
         .await;
         in_flight.abort_all();
-        if let Some(listener) = listener {
-            listener.abort();
-        }
-        if let Some(listener) = self.relistener.lock().await.take() {
+        if let Some(listener) = self.listener().take() {
             listener.abort();
         }
         self.end_session().await;
+    }
+
+    /// Gives up on the request `raw_id` (the relay answered it at the request timeout): its
+    /// exchange is aborted, which closes its stream (nothing more of it is read or held), and
+    /// the server is told with `notifications/cancelled` (MCP 2025-06-18 and 2025-11-25,
+    /// "Cancellation": the request's id and a reason), POSTed like the client's own. For a
+    /// stateless (2026-07-28) request closing the stream is the cancellation: nothing is sent.
+    fn abandon(
+        self: &Arc<Self>,
+        raw_id: &[u8],
+        exchange: &AbortHandle,
+        stateless: bool,
+        in_flight: &mut JoinSet<()>,
+    ) {
+        exchange.abort();
+        log::debug(format_args!(
+            "closed the upstream stream of request {} (answered at the request timeout)",
+            log::preview(raw_id)
+        ));
+        if stateless {
+            return;
+        }
+        let line = cancelled_line(raw_id);
+        let message = Outgoing::read(&line);
+        in_flight.spawn(Arc::clone(self).exchange(line, message));
+    }
+
+    /// The slot of the GET stream's listener.
+    fn listener(&self) -> MutexGuard<'_, Option<AbortHandle>> {
+        self.listener.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether no GET stream is listened on (none was opened, or its listener ended).
+    fn no_listener(&self) -> bool {
+        self.listener()
+            .as_ref()
+            .is_none_or(AbortHandle::is_finished)
+    }
+
+    /// Starts listening on the current session's GET stream, in place of any listener before
+    /// (aborted): one GET stream per session, as servers that allow one need. The receiver is
+    /// told when the first attempt has its answer.
+    fn open_listener(self: &Arc<Self>) -> oneshot::Receiver<()> {
+        let (ready, opened) = oneshot::channel();
+        let task = tokio::spawn(Arc::clone(self).listen(ready));
+        if let Some(old) = self.listener().replace(task.abort_handle()) {
+            old.abort();
+        }
+        opened
     }
 
     /// `DELETE` of the session, if there is one (2025-06-18 §"Session Management": a client

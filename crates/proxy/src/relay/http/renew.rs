@@ -2,7 +2,10 @@
 //!
 //! MCP 2025-06-18 and 2025-11-25, Streamable HTTP, "Session Management": "When a client
 //! receives HTTP 404 in response to a request containing an `Mcp-Session-Id`, it MUST start a
-//! new session by sending a new `InitializeRequest` without a session ID attached." The
+//! new session by sending a new `InitializeRequest` without a session ID attached." Servers
+//! say it in other ways too, taken the same: `410 Gone` (typescript-sdk#1402), and a `200`
+//! whose answer, addressed to no request, says the session is not found (keryx#503:
+//! `{"error":"Session not found"}`; see `message::says_session_gone`). The
 //! transport does that for the client: it replays the client's own `initialize` (byte for
 //! byte) and `notifications/initialized`, keeps the new session id, reopens the GET stream, and
 //! sends the request that got the 404 once more. The client never sees the new `initialize`'s
@@ -18,7 +21,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
-use tokio::sync::oneshot;
 
 use super::super::log;
 use super::Transport;
@@ -29,13 +31,18 @@ use super::message::{is_response, negotiated_version};
 const ACCEPT_POST: &str = "application/json, text/event-stream";
 
 impl Transport {
-    /// Makes sure the session that got a 404 (`stale`) is replaced by a new one; returns once
-    /// it is (by this call or by a concurrent one).
+    /// Makes sure the session that the server no longer knows (`stale`; `why`: what said so,
+    /// e.g. `HTTP 404 Not Found`) is replaced by a new one; returns once it is (by this call or
+    /// by a concurrent one).
     ///
     /// # Errors
     ///
     /// Why no new session could be had, in words (for the JSON-RPC error of the request).
-    pub(super) async fn renew(self: &Arc<Self>, stale: &HeaderValue) -> Result<(), String> {
+    pub(super) async fn renew(
+        self: &Arc<Self>,
+        stale: &HeaderValue,
+        why: &str,
+    ) -> Result<(), String> {
         let _one_at_a_time = self.renewing.lock().await;
         let (current, version, handshake) = {
             let state = self.state();
@@ -95,20 +102,12 @@ impl Transport {
             }
         }
         log::warn(format_args!(
-            "the upstream server at {} forgot the session (HTTP 404); started a new one",
+            "the upstream server at {} forgot the session ({why}); started a new one",
             self.shown
         ));
-        // The GET stream of the old session ended with its 404: listen on the new one.
-        let (ready, opened) = oneshot::channel();
-        let listener = tokio::spawn(Arc::clone(self).listen(ready));
-        if let Some(old) = self
-            .relistener
-            .lock()
-            .await
-            .replace(listener.abort_handle())
-        {
-            old.abort();
-        }
+        // The GET stream of the old session is dead: listen on the new one instead (one GET
+        // stream per session).
+        let opened = self.open_listener();
         let _ = tokio::time::timeout(super::LISTEN_WAIT, opened).await;
         Ok(())
     }
@@ -146,10 +145,17 @@ impl Transport {
             }
             found.ok_or("the answer to a new initialize held no response")?
         } else {
-            super::client::bytes(response)
-                .await
-                .map_err(|e| self.describe_error(&e))?
-                .to_vec()
+            match super::client::bytes_within(response, self.max_line_bytes).await {
+                Ok(super::client::Bounded::Whole(body)) => body,
+                Ok(super::client::Bounded::TooLong { .. }) => {
+                    return Err(format!(
+                        "the answer to a new initialize is longer than {} bytes \
+                         (--max-line-bytes)",
+                        self.max_line_bytes
+                    ));
+                }
+                Err(e) => return Err(self.describe_error(&e)),
+            }
         };
         if !is_response(&answer) || negotiated_version(&answer).is_none() {
             return Err("a new initialize was not answered with a result".to_owned());
