@@ -165,8 +165,8 @@ def main():
             note = expected["server"].get(name)
             note = f"expected to fail: {note}" if note is not None else ""
             if warned:
-                note += "warnings only (no FAILURE, no SUCCESS) through " + ", ".join(
-                    f"`{f}`" for f in warned) + f": see {CACHE.name}/results"
+                note += "no check passed or failed (the suite found nothing to check, or only \
+SHOULDs) through " + ", ".join(f"`{f}`" for f in warned) + f": see {CACHE.name}/results"
             rows.append(("server", name, cells, note))
     finally:
         for p in processes:
