@@ -7,8 +7,9 @@
 //! `login` / `auth status` / `logout`. (The official conformance suite's `auth/*` scenarios run
 //! in tests/conformance.)
 
+mod http_support;
+
 use std::collections::{HashMap, HashSet};
-use std::convert::Infallible;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
@@ -17,9 +18,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-budget");
@@ -202,38 +201,9 @@ fn start(expires_in: u64) -> (String, Shared) {
         ..State::default()
     }));
     let shared = Arc::clone(&state);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind");
-            let addr = listener.local_addr().expect("addr");
-            shared.lock().expect("state").base = format!("http://{addr}");
-            let _ = tx.send(addr);
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    return;
-                };
-                let shared = Arc::clone(&shared);
-                tokio::spawn(async move {
-                    let service = service_fn(move |request| {
-                        let shared = Arc::clone(&shared);
-                        async move { Ok::<_, Infallible>(handle(shared, request).await) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-    });
-    let addr = rx.recv().expect("address");
+    let base = Arc::clone(&shared);
+    let addr = http_support::serve(move |request| handle(Arc::clone(&base), request));
+    shared.lock().expect("state").base = format!("http://{addr}");
     (format!("http://{addr}/mcp"), state)
 }
 

@@ -6,6 +6,7 @@
 //! `--max-line-bytes` (not read whole), and the GET stream after a renewal and after a `405`.
 //! Whatever the server does, stdout carries only JSON-RPC messages for the client.
 
+mod http_support;
 mod proxy_support;
 
 use std::convert::Infallible;
@@ -20,9 +21,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::BodyExt as _;
 use hyper::body::{Frame, Incoming};
-use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use proxy_support::Proxy;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -87,38 +86,10 @@ impl Server {
         let script: Script = Arc::new(script);
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = Arc::clone(&seen);
-        let (tx, rx) = std::sync::mpsc::channel();
-        thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind");
-                let _ = tx.send(listener.local_addr().expect("addr"));
-                loop {
-                    let Ok((stream, _)) = listener.accept().await else {
-                        return;
-                    };
-                    let (script, record) = (Arc::clone(&script), Arc::clone(&record));
-                    tokio::spawn(async move {
-                        let service = service_fn(move |request: Request<Incoming>| {
-                            let (script, record) = (Arc::clone(&script), Arc::clone(&record));
-                            async move {
-                                Ok::<_, Infallible>(answer(request, &script, &record).await)
-                            }
-                        });
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), service)
-                            .await;
-                    });
-                }
-            });
+        let addr = http_support::serve(move |request: Request<Incoming>| {
+            let (script, record) = (Arc::clone(&script), Arc::clone(&record));
+            async move { answer(request, &script, &record).await }
         });
-        let addr = rx.recv().expect("the server's address");
         Server {
             url: format!("http://{addr}/mcp"),
             seen,
