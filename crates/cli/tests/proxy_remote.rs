@@ -3,8 +3,9 @@
 //! which wins, that header values never reach stderr, that a wrapped remote entry's command
 //! line runs, and the errors of a wrong command line.
 
+mod http_support;
+
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -12,9 +13,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-budget");
@@ -27,52 +26,22 @@ type Headers = HashMap<String, String>;
 fn start_server() -> (String, Arc<Mutex<Vec<Headers>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = Arc::clone(&seen);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind");
-            let _ = tx.send(listener.local_addr().expect("addr"));
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    return;
-                };
-                let record = Arc::clone(&record);
-                tokio::spawn(async move {
-                    let service = service_fn(move |request: Request<Incoming>| {
-                        let headers: Headers = request
-                            .headers()
-                            .iter()
-                            .map(|(k, v)| {
-                                (k.as_str().to_owned(), v.to_str().unwrap_or("?").to_owned())
-                            })
-                            .collect();
-                        if let Ok(mut r) = record.lock() {
-                            r.push(headers);
-                        }
-                        async {
-                            Ok::<_, Infallible>(
-                                Response::builder()
-                                    .status(401)
-                                    .body(Full::new(Bytes::from_static(b"no")))
-                                    .expect("response"),
-                            )
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
+    let addr = http_support::serve(move |request: Request<Incoming>| {
+        let headers: Headers = request
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("?").to_owned()))
+            .collect();
+        if let Ok(mut r) = record.lock() {
+            r.push(headers);
+        }
+        async {
+            Response::builder()
+                .status(401)
+                .body(Full::new(Bytes::from_static(b"no")))
+                .expect("response")
+        }
     });
-    let addr = rx.recv().expect("the server's address");
     (format!("http://{addr}/mcp"), seen)
 }
 
