@@ -46,6 +46,8 @@ mod split_props;
 mod store_redis;
 #[path = "tools_list_validity.rs"]
 mod tools_list_validity;
+#[path = "uuid_props.rs"]
+mod uuid_props;
 
 /// Every `tests/*.rs` file is one of the modules above (Cargo no longer finds them by itself).
 #[test]
