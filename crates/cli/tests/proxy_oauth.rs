@@ -38,6 +38,8 @@ struct State {
     issued: u64,
     registrations: u32,
     authorizations: u32,
+    /// The `redirect_uri` and `client_id` of each authorization request.
+    authorized: Vec<(String, String)>,
     code_grants: u32,
     refresh_grants: u32,
     /// The `Authorization` header of each MCP request, with its method.
@@ -152,6 +154,8 @@ async fn handle(state: Shared, request: Request<Incoming>) -> Response<Full<Byte
             let ok = q.get("code_challenge_method").map(String::as_str) == Some("S256")
                 && q.get("resource").map(String::as_str) == Some(&format!("{base}/mcp"));
             let redirect = q.get("redirect_uri").cloned().unwrap_or_default();
+            let client = q.get("client_id").cloned().unwrap_or_default();
+            s.authorized.push((redirect.clone(), client));
             let state = q.get("state").cloned().unwrap_or_default();
             let code = if ok { "good-code" } else { "bad-code" };
             Response::builder()
@@ -215,8 +219,13 @@ struct Proxy {
 
 impl Proxy {
     fn start(url: &str, dir: &std::path::Path) -> Proxy {
+        Proxy::start_with(url, dir, &[])
+    }
+
+    fn start_with(url: &str, dir: &std::path::Path, flags: &[&str]) -> Proxy {
         let mut child = Command::new(BIN)
             .args(["proxy", "--upstream", url])
+            .args(flags)
             .env("MCP_BUDGET_OAUTH_DIR", dir)
             .env("MCP_BUDGET_OAUTH_AUTOAPPROVE", "1")
             .env("MCP_BUDGET_DEBUG", "1")
@@ -414,4 +423,36 @@ fn login_status_and_logout_work_on_the_kept_sign_in() {
     assert!(out.contains("signed out"), "{out}");
     let status = run(&["auth", "status"]);
     assert!(status.contains("no sign-ins kept"), "{status}");
+}
+
+#[test]
+fn a_pre_registered_client_signs_in_on_its_registered_redirect_port() {
+    let (url, state) = start(3600);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let port_text = port.to_string();
+    let mut proxy = Proxy::start_with(
+        &url,
+        dir.path(),
+        &[
+            "--oauth-client-id",
+            "pre-1",
+            "--oauth-redirect-port",
+            &port_text,
+        ],
+    );
+    assert!(proxy.handshake()["result"].is_object());
+    proxy.finish();
+    let s = state.lock().expect("state");
+    assert_eq!(s.registrations, 0, "a given client is not registered again");
+    assert_eq!(
+        s.authorized,
+        [(
+            format!("http://127.0.0.1:{port}/callback"),
+            "pre-1".to_owned()
+        )]
+    );
 }

@@ -383,6 +383,8 @@ pub struct FileOAuth {
     pub client_metadata_url: Option<String>,
     /// The scopes to ask for, space-separated, instead of the ones the server names.
     pub scope: Option<String>,
+    /// The port of the loopback redirect URI, for a client registered with that exact URI.
+    pub redirect_port: Option<u16>,
 }
 
 impl FileOAuth {
@@ -401,6 +403,9 @@ impl FileOAuth {
         set(&mut options.private_key, &self.private_key);
         set(&mut options.client_metadata_url, &self.client_metadata_url);
         set(&mut options.scope, &self.scope);
+        if self.redirect_port.is_some() {
+            options.redirect_port = self.redirect_port;
+        }
         options
     }
 }

@@ -77,6 +77,11 @@ pub(crate) struct OAuthArgs {
     /// OAuth: the scopes to ask for, space-separated (default: the ones the server names)
     #[arg(long, value_name = "SCOPES", env = "MCP_BUDGET_OAUTH_SCOPE")]
     oauth_scope: Option<String>,
+
+    /// OAuth: the port of the loopback redirect URI http://127.0.0.1:PORT/callback, for a
+    /// client registered with that exact URI (default: any free port)
+    #[arg(long, value_name = "PORT", env = "MCP_BUDGET_OAUTH_REDIRECT_PORT")]
+    oauth_redirect_port: Option<u16>,
 }
 
 impl OAuthArgs {
@@ -95,8 +100,13 @@ impl OAuthArgs {
             private_key: self.oauth_private_key.clone(),
             client_metadata_url: self.oauth_client_metadata_url.clone(),
             scope: self.oauth_scope.clone(),
+            redirect_port: None,
         };
-        flags.apply(options)
+        let mut options = flags.apply(options);
+        if self.oauth_redirect_port.is_some() {
+            options.redirect_port = self.oauth_redirect_port;
+        }
+        options
     }
 }
 

@@ -79,16 +79,22 @@ pub(crate) async fn sign_in(
             && p.authorization_server.token_endpoint == metadata.token_endpoint
             && p.client.kind == "registered"
     });
-    let wanted_port = reusable
+    let kept_port = reusable
         .and_then(|p| p.client.redirect_uri.as_deref())
         .and_then(|u| Url::parse(u).ok())
         .and_then(|u| u.port());
-    let listener = match wanted_port {
-        Some(port) => match TcpListener::bind(("127.0.0.1", port)).await {
+    let listener = match (options.redirect_port, kept_port) {
+        // A port the user gave is the registered one: no other will do.
+        (Some(port), _) => TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| {
+            OAuthError::Authorization(format!(
+                "cannot listen on 127.0.0.1:{port} (--oauth-redirect-port) for the callback: {e}"
+            ))
+        })?,
+        (None, Some(port)) => match TcpListener::bind(("127.0.0.1", port)).await {
             Ok(listener) => listener,
             Err(_) => bind_any().await?,
         },
-        None => bind_any().await?,
+        (None, None) => bind_any().await?,
     };
     let port = listener
         .local_addr()

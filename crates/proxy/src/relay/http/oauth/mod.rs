@@ -69,6 +69,10 @@ pub struct OAuthOptions {
     pub client_metadata_url: Option<String>,
     /// The scopes to ask for, space-separated, instead of the server's (`--oauth-scope`).
     pub scope: Option<String>,
+    /// The loopback port of the redirect URI (`http://127.0.0.1:<port>/callback`), for a
+    /// pre-registered client whose authorization server wants the registered URI exactly
+    /// (`--oauth-redirect-port`); any free port when `None` (RFC 8252 §7.3).
+    pub redirect_port: Option<u16>,
     /// Approve the sign-in without a browser (`MCP_BUDGET_OAUTH_AUTOAPPROVE=1`; tests).
     pub autoapprove: bool,
     /// Open the sign-in URL in the desktop's browser.
@@ -95,6 +99,7 @@ impl fmt::Debug for OAuthOptions {
             .field("private_key", &self.private_key.as_ref().map(|_| "…"))
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scope", &self.scope)
+            .field("redirect_port", &self.redirect_port)
             .field("autoapprove", &self.autoapprove)
             .finish_non_exhaustive()
     }
