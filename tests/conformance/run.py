@@ -10,6 +10,14 @@ written from the suite's requirement texts):
 - `serve --upstream`: `mcp-budget serve --upstream <the first face's URL>`;
 - `serve -- proxy --upstream`: `mcp-budget serve -- mcp-budget proxy --upstream <the same>`.
 
+The same scenarios run against a second server, written on the official Python MCP SDK
+(server.py, mcp 2.3.0 from tests/e2e/requirements.txt): direct over its own Streamable HTTP
+(the baseline: the suite against no mcp-budget at all), and through the same three faces, with
+`serve --upstream` and `serve -- proxy --upstream` in front of that SDK's own HTTP transport
+(its SSE streams, event ids, priming events and resumption). A scenario that passes direct and
+fails through a face fails the run like any other failure; checks whose verdict differs from
+the direct one (a SUCCESS that becomes a WARNING, say) are listed under the table.
+
 Client scenarios (`conformance client`, every one) run with `mcp-budget proxy --upstream` as
 the client under test (client.py drives it).
 
@@ -19,6 +27,7 @@ one that passes, fails the run. The table goes to stdout and to $CONFORMANCE_CAC
 """
 
 import concurrent.futures
+import json
 import os
 import re
 import socket
@@ -32,6 +41,8 @@ CACHE = Path(os.environ["CONFORMANCE_CACHE"])
 NODE = os.environ["CONFORMANCE_NODE"]
 SUITE = os.environ["CONFORMANCE_SUITE"]
 BIN = os.environ["MCP_BUDGET_BIN"]
+# The Python of tests/e2e's venv (the official Python MCP SDK, pinned), for server.py.
+SDK_PYTHON = os.environ["CONFORMANCE_PYTHON"]
 # Suite 0.1.16 never ends its sessions (no DELETE): one server run holds 32 of them, exactly
 # serve's default --max-sessions. More room, so the run never meets the 33rd's 503.
 MAX_SESSIONS = "200"
@@ -39,6 +50,9 @@ CLIENT_TIMEOUT_MS = "60000"
 PARALLEL_CLIENTS = 4
 
 FACES = ["serve", "serve --upstream", "serve -- proxy --upstream"]
+# The faces in front of server.py (the Python SDK's server); the first is that server alone.
+SDK_FACES = ["sdk direct", "sdk serve", "sdk serve --upstream", "sdk serve -- proxy --upstream"]
+ALL_FACES = FACES + SDK_FACES
 SUMMARY = re.compile(r"^[✓✗] (\S+): (\d+) passed, (\d+) failed", re.M)
 CLIENT_PASSED = re.compile(r"^Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings", re.M)
 
@@ -94,11 +108,30 @@ def wait_listening(port, process):
     raise SystemExit(f"nothing listens on port {port}")
 
 
+def face_dir(face):
+    return CACHE / "results" / re.sub(r"[^a-z]+", "-", face)
+
+
+def checks_of(face, scenario):
+    """`({check id: (status, error message)}, [notes])` of one scenario through one face, from
+    the suite's checks.json: the verdicts (a repeated id keeps its last one), and the messages
+    of its INFO checks (why a check was not made, say)."""
+    found, notes = {}, []
+    for path in sorted(face_dir(face).glob(f"results/server-{scenario}-*/checks.json")):
+        for check in json.loads(path.read_text()):
+            if check.get("status") != "INFO":
+                found[check["id"]] = (check["status"], check.get("errorMessage") or "")
+            elif isinstance(check.get("details"), dict) and check["details"].get("message"):
+                notes.append(check["details"]["message"])
+    return found, notes
+
+
 def run_server_suite(face, url):
-    cwd = CACHE / "results" / re.sub(r"[^a-z]+", "-", face)
+    cwd = face_dir(face)
     cwd.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    out = subprocess.run([NODE, SUITE, "server", "--url", url, "--suite", "all"], cwd=cwd,
+    out = subprocess.run([NODE, SUITE, "server", "--url", url, "--suite", "all",
+                          "-o", str(cwd / "results")], cwd=cwd,
                          capture_output=True, text=True, timeout=900)
     (cwd / "output.txt").write_text(out.stdout + out.stderr)
     # name -> (no check failed, checks passed); a scenario of WARNINGs only passes 0 checks.
@@ -131,6 +164,7 @@ def main():
     processes = []
     problems = []
     rows = []
+    disagreements = []
     try:
         ports = [free_port() for _ in FACES]
         urls = [f"http://127.0.0.1:{p}/mcp" for p in ports]
@@ -142,17 +176,45 @@ def main():
             [BIN, "serve", "--listen", f"127.0.0.1:{ports[2]}", *common, "--",
              BIN, "proxy", "--upstream", urls[0]],
         ]
+        # The Python SDK's server: its own HTTP first (the direct face), then the same three.
+        sdk_ports = [free_port() for _ in SDK_FACES]
+        sdk_urls = [f"http://127.0.0.1:{p}/mcp" for p in sdk_ports]
+        # --dynamic-after 0: no list-changed notification lands in some scenario's stream.
+        sdk_server = [SDK_PYTHON, str(HERE / "server.py"), "--dynamic-after", "0"]
+        commands += [
+            [*sdk_server, "--http", str(sdk_ports[0])],
+            [BIN, "serve", "--listen", f"127.0.0.1:{sdk_ports[1]}", *common, "--", *sdk_server],
+            [BIN, "serve", "--listen", f"127.0.0.1:{sdk_ports[2]}", *common, "--upstream", sdk_urls[0]],
+            [BIN, "serve", "--listen", f"127.0.0.1:{sdk_ports[3]}", *common, "--",
+             BIN, "proxy", "--upstream", sdk_urls[0]],
+        ]
+        ports += sdk_ports
+        urls += sdk_urls
         for i, command in enumerate(commands):
             processes.append(start(command, f"face-{i}"))
             wait_listening(ports[i], processes[-1])
         results = {}
-        for face, url in zip(FACES, urls):
-            results[face], took = run_server_suite(face, url)
+        # The faces side by side (each its own server processes and sessions).
+        with concurrent.futures.ThreadPoolExecutor(len(ALL_FACES)) as pool:
+            runs = dict(zip(ALL_FACES, pool.map(run_server_suite, ALL_FACES, urls)))
+        for face in ALL_FACES:
+            results[face], took = runs[face]
             print(f"conformance: server scenarios through `{face}`: {took:.1f} s", file=sys.stderr)
+        for name in server_names:
+            base, _ = checks_of(SDK_FACES[0], name)
+            for face in SDK_FACES[1:]:
+                through, notes = checks_of(face, name)
+                for check, (status, _) in base.items():
+                    got, message = through.get(check, ("absent", "; ".join(notes)))
+                    if got != status:
+                        disagreements.append((name, face, check, status, got, message))
+                for check, (got, message) in through.items():
+                    if check not in base:
+                        disagreements.append((name, face, check, "absent", got, message))
         for name in server_names:
             cells = []
             warned = []
-            for face in FACES:
+            for face in ALL_FACES:
                 ok, passed = results[face].get(name, (False, 0))
                 if ok and passed == 0:
                     warned.append(face)
@@ -190,12 +252,22 @@ SHOULDs) through " + ", ".join(f"`{f}`" for f in warned) + f": see {CACHE.name}/
         note = f"expected to fail: {why}; {detail}" if why is not None else detail
         rows.append(("client", name, ["✔" if passed else "✘"], note))
 
-    lines = ["| kind | scenario | " + " | ".join(f"`{f}`" for f in FACES) + " | note |",
-             "|---|---|" + "---|" * len(FACES) + "---|"]
+    lines = ["Faces: `serve`, `serve --upstream`, `serve -- proxy --upstream` in front of "
+             "`mcp-budget fixture-server --conformance`; `sdk …`: the Python SDK's server "
+             "(server.py), direct over its own HTTP and through the same three faces.", "",
+             "| kind | scenario | " + " | ".join(f"`{f}`" for f in ALL_FACES) + " | note |",
+             "|---|---|" + "---|" * len(ALL_FACES) + "---|"]
     for kind, name, cells, note in rows:
         if kind == "client":
-            cells = [f"{cells[0]} (`proxy --upstream`)"] + [""] * (len(FACES) - 1)
+            cells = [f"{cells[0]} (`proxy --upstream`)"] + [""] * (len(ALL_FACES) - 1)
         lines.append(f"| {kind} | {name} | " + " | ".join(cells) + f" | {note} |")
+    if disagreements:
+        lines += ["", "Checks whose verdict through a face differs from `sdk direct` "
+                  "(a FAILURE also fails the run above; a WARNING is a SHOULD):", "",
+                  "| scenario | face | check | direct | through the face | message |",
+                  "|---|---|---|---|---|---|"]
+        for name, face, check, want, got, message in disagreements:
+            lines.append(f"| {name} | `{face}` | {check} | {want} | {got} | {message} |")
     server_ok = sum(all(c == "✔" for c in r[2]) for r in rows if r[0] == "server")
     client_ok = sum(r[2][0] == "✔" for r in rows if r[0] == "client")
     lines.append("")

