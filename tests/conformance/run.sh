@@ -12,6 +12,9 @@ root="$(cd "$here/../.." && pwd)"
 cache="${CONFORMANCE_CACHE:-$root/target/conformance-cache}"
 mkdir -p "$cache"
 export CONFORMANCE_CACHE="$cache"
+# One run at a time in a cache (a second one would empty the first's results under it).
+exec 9>"$cache/.lock"
+flock 9
 
 stamp="$cache/.installed-$(cat "$here/package.json" "$here/package-lock.json" | sha256sum | cut -c1-16)"
 if [ ! -e "$stamp" ]; then
