@@ -164,6 +164,13 @@ impl Transport {
             return Some(response);
         };
         for _ in 0..SIGN_IN_ATTEMPTS {
+            // Most answers are neither: their headers are not read.
+            if !matches!(
+                response.status(),
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+            ) {
+                break;
+            }
             let challenge = Challenge::parse(
                 response
                     .headers()

@@ -227,6 +227,12 @@ impl Authenticator {
         Ok(())
     }
 
+    /// Whether the token `sent` was already replaced, in this process or by another proxy on
+    /// disk (then adopted): the request is sent again with the new one.
+    fn superseded(&self, sent: Option<&HeaderValue>) -> bool {
+        self.current().as_ref() != sent || self.newer_on_disk(sent)
+    }
+
     /// The disk's record when another process changed it since `sent` was read.
     fn newer_on_disk(&self, sent: Option<&HeaderValue>) -> bool {
         let Some(path) = &self.path else {
@@ -262,9 +268,13 @@ impl Authenticator {
     /// Refreshes the token ahead when it expires within 60 s (a failure is left to the `401`
     /// that follows).
     pub(crate) async fn before_send(&self) {
+        // Looked at in place: this runs before every POST (no clone of the record).
         let due = self
-            .record()
-            .and_then(|r| r.tokens)
+            .record
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(|r| r.tokens.as_ref())
             .is_some_and(|t| t.refresh_token.is_some() && t.expires_within(REFRESH_MARGIN));
         if !due {
             return;
@@ -273,7 +283,7 @@ impl Authenticator {
         let Ok(_held) = self.lock().await else {
             return;
         };
-        if self.current() != sent || self.newer_on_disk(sent.as_ref()) {
+        if self.superseded(sent.as_ref()) {
             return;
         }
         let _ = self.refresh().await;
@@ -310,7 +320,7 @@ impl Authenticator {
         sent: Option<HeaderValue>,
     ) -> Retry {
         let _held = self.lock().await?;
-        if self.current() != sent || self.newer_on_disk(sent.as_ref()) {
+        if self.superseded(sent.as_ref()) {
             return Ok(());
         }
         let record = self.record();
@@ -345,7 +355,7 @@ impl Authenticator {
         sent: Option<HeaderValue>,
     ) -> Retry {
         let _held = self.lock().await?;
-        if self.current() != sent || self.newer_on_disk(sent.as_ref()) {
+        if self.superseded(sent.as_ref()) {
             return Ok(());
         }
         let held = self.record().and_then(|r| r.tokens).and_then(|t| {
