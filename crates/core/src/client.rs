@@ -27,6 +27,7 @@ use std::str::FromStr;
 use serde_json::Value;
 
 use crate::tokens::Encoding;
+use crate::vision::ImageCost;
 
 /// What part of a `CallToolResult` a client hands its model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +100,10 @@ pub struct Profile {
     /// [`crate::wire::STRUCTURED_META_KEY`]) and later pages carry no structuredContent: every
     /// profile but `wire`, whose later pages carry their page of the structuredContent.
     pub structured_meta: bool,
+    /// What an image costs its models, and the size they get of it (the proxy's default for
+    /// `image_tokens`): the vendor's rule for single-vendor clients, Anthropic's (the costliest
+    /// per pixel of the three, with the smallest size kept) for the rest.
+    pub image_cost: ImageCost,
     /// Where the figures come from.
     pub source: &'static str,
 }
@@ -182,6 +187,7 @@ pub const PROFILES: &[Profile] = &[
         },
         rejects_resource_link: false,
         structured_meta: true,
+        image_cost: ImageCost::Anthropic,
         source: "the worst of claude-code, vscode, gemini-cli, opencode and cursor: content items, \
                  structuredContent alone, and Gemini's escaped wrapping each within the budget; \
                  Gemini's 40,000 chars, OpenCode's 50 KB / 2,000 lines",
@@ -193,6 +199,7 @@ pub const PROFILES: &[Profile] = &[
         caps: Caps::NONE,
         rejects_resource_link: false,
         structured_meta: false,
+        image_cost: ImageCost::Anthropic,
         source: "no client rendering: the budget counts the wire's model-visible parts (DESIGN.md's \
                  generic definition) and nothing else; for programs that read the wire, and the \
                  library's default (`Settings::default()`)",
@@ -204,6 +211,7 @@ pub const PROFILES: &[Profile] = &[
         caps: CLAUDE_CAPS,
         rejects_resource_link: false,
         structured_meta: true,
+        image_cost: ImageCost::Anthropic,
         source: "Claude Code 2.1.328 (its bundled JS, `transformMCPResult`): JSON.stringify(structuredContent) alone when present; \
                  over 50,000 chars saved to a file; isError text cut at ~11,000 chars; \
                  MAX_MCP_OUTPUT_TOKENS 25,000",
@@ -215,6 +223,7 @@ pub const PROFILES: &[Profile] = &[
         caps: CLAUDE_CAPS,
         rejects_resource_link: false,
         structured_meta: true,
+        image_cost: ImageCost::Anthropic,
         source: "not run here: assumed to render like Claude Code or like a content client",
     },
     Profile {
@@ -230,6 +239,7 @@ pub const PROFILES: &[Profile] = &[
         },
         rejects_resource_link: false,
         structured_meta: true,
+        image_cost: ImageCost::Anthropic,
         source: "microsoft/vscode#290063 (structuredContent alone), #311068 (50 KB–999 KB cut)",
     },
     Profile {
@@ -245,6 +255,7 @@ pub const PROFILES: &[Profile] = &[
         },
         rejects_resource_link: false,
         structured_meta: true,
+        image_cost: ImageCost::Anthropic,
         source: "not run here: content items or structuredContent, no cap known",
     },
     Profile {
@@ -260,6 +271,7 @@ pub const PROFILES: &[Profile] = &[
         },
         rejects_resource_link: false,
         structured_meta: true,
+        image_cost: ImageCost::OpenAi,
         source: "Codex 0.169.0: `Wall time …\\nOutput:\\n` + JSON.stringify(structuredContent) or the \
                  text, the middle cut past its limit (openai/codex#6544)",
     },
@@ -276,6 +288,7 @@ pub const PROFILES: &[Profile] = &[
         },
         rejects_resource_link: false,
         structured_meta: true,
+        image_cost: ImageCost::Gemini,
         source: "Gemini CLI 0.61.0: the text items inside <untrusted_context>, as the `output` \
                  string of a JSON object",
     },
@@ -292,6 +305,7 @@ pub const PROFILES: &[Profile] = &[
         },
         rejects_resource_link: false,
         structured_meta: true,
+        image_cost: ImageCost::Anthropic,
         source: "OpenCode 1.18.33: the text items; 50 KB / 2,000 lines kept (anomalyco/opencode#35661)",
     },
     Profile {
@@ -307,6 +321,7 @@ pub const PROFILES: &[Profile] = &[
         },
         rejects_resource_link: false,
         structured_meta: true,
+        image_cost: ImageCost::OpenAi,
         source: "github/copilot-cli#1732 (cut at 10 KB, then saved to a file); not run here",
     },
     Profile {
@@ -316,6 +331,7 @@ pub const PROFILES: &[Profile] = &[
         caps: Caps::NONE,
         rejects_resource_link: false,
         structured_meta: true,
+        image_cost: ImageCost::Anthropic,
         source: "not run here: content items or structuredContent, no cap known",
     },
     Profile {
@@ -325,6 +341,7 @@ pub const PROFILES: &[Profile] = &[
         caps: Caps::NONE,
         rejects_resource_link: true,
         structured_meta: true,
+        image_cost: ImageCost::Anthropic,
         source: "kirodotdev/Kiro#8960 (resource_link items rejected); not run here",
     },
     Profile {
@@ -334,6 +351,7 @@ pub const PROFILES: &[Profile] = &[
         caps: Caps::NONE,
         rejects_resource_link: true,
         structured_meta: true,
+        image_cost: ImageCost::Anthropic,
         source: "cline/cline#5208 (resource_link items rejected); not run here",
     },
 ];

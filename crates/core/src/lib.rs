@@ -32,6 +32,7 @@ pub mod table;
 pub mod tokens;
 pub mod tooldefs;
 pub mod uuid;
+pub mod vision;
 pub mod wire;
 
 /// The smallest budget, in tokens, that shaping accepts; smaller requests are clamped up to it.

@@ -28,7 +28,9 @@
 //! uuid_prefix = true       # UUIDs in results → 12-hex prefixes, expanded back in arguments
 //! response_refs = true     # {"$response":"<id>","query":"<jq>"} arguments → cached response
 //! images = "auto"          # "auto" | "inline" | "file": where image items go (config::images)
-//! image_tokens = "anthropic"  # "anthropic" (w×h/750) | "openai" (tiles): an image's cost
+//! image_tokens = "anthropic"  # "anthropic" | "openai" | "openai-low" | "gemini": an image's
+//!                             # cost and the size its model gets (default: the client profile's)
+//! image_max_side = 2000    # pixels: no image goes out with a longer side
 //!
 //! [tools.directory_tree]
 //! max_tokens = 4000
@@ -235,6 +237,8 @@ pub struct FileDefaults {
     pub images: Option<ImageMode>,
     /// What an image costs the model.
     pub image_tokens: Option<ImageCost>,
+    /// Default of [`ToolRule::image_max_side`].
+    pub image_max_side: Option<u32>,
 }
 
 /// `[tools.<name>]` of the TOML file: a rule for one upstream tool (matched by exact name).
@@ -263,8 +267,12 @@ pub struct ToolRule {
     pub tables: Option<Tables>,
     /// Where this tool's image items go.
     pub images: Option<ImageMode>,
-    /// What an image costs the model.
+    /// What an image costs the model, and the size it gets (default: the client profile's
+    /// [`mcp_budget_core::client::Profile::image_cost`]).
     pub image_tokens: Option<ImageCost>,
+    /// The longest side, in pixels, of an image sent inline (default
+    /// [`mcp_budget_core::vision::DEFAULT_MAX_SIDE`], 2,000; at least 16).
+    pub image_max_side: Option<u32>,
 }
 
 /// `[cache]` of the TOML file: the response cache (proxy-wide).
@@ -618,6 +626,9 @@ pub struct FileClient {
     pub name: Option<String>,
 }
 
+/// The smallest `image_max_side` taken, in pixels (a smaller value is raised to it).
+pub const MIN_IMAGE_SIDE: u32 = 16;
+
 /// The rule in force for one tool, after applying the precedence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EffectiveRule {
@@ -639,8 +650,10 @@ pub struct EffectiveRule {
     pub tables: Tables,
     /// Where image items go (default [`ImageMode::Auto`]).
     pub images: ImageMode,
-    /// What an image costs the model (default [`ImageCost::Anthropic`]).
+    /// What an image costs the model and the size it gets (default: the client profile's).
     pub image_tokens: ImageCost,
+    /// The longest side, in pixels, of an image sent inline (default 2,000, at least 16).
+    pub image_max_side: u32,
 }
 
 impl Settings {
@@ -724,7 +737,12 @@ impl Settings {
             image_tokens: rule
                 .and_then(|r| r.image_tokens)
                 .or(defaults.image_tokens)
-                .unwrap_or_default(),
+                .unwrap_or_else(|| self.profile().image_cost),
+            image_max_side: rule
+                .and_then(|r| r.image_max_side)
+                .or(defaults.image_max_side)
+                .unwrap_or(mcp_budget_core::vision::DEFAULT_MAX_SIDE)
+                .max(MIN_IMAGE_SIDE),
         }
     }
 

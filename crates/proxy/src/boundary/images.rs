@@ -31,6 +31,7 @@ use std::io::Cursor;
 use base64::Engine as _;
 use mcp_budget_core::blob;
 use mcp_budget_core::paginate::Document;
+use mcp_budget_core::vision;
 use serde_json::{Map, Value};
 
 use super::Boundary;
@@ -71,8 +72,13 @@ struct Candidate {
     slot: usize,
     bytes: Vec<u8>,
     mime: String,
+    /// Its pixel size as it came.
     width: u64,
     height: u64,
+    /// The largest size it goes out at: what the model gets of it, capped at
+    /// `image_max_side` ([`mcp_budget_core::vision::send_size`]).
+    send: (u64, u64),
+    /// Its cost at `send`, in vision tokens.
     cost: u64,
 }
 
@@ -107,33 +113,32 @@ pub(crate) fn fit(
                 mime,
                 width,
                 height,
-            } => candidates.push(Candidate {
-                slot,
-                cost: rule.image_tokens.tokens(width, height),
-                bytes,
-                mime,
-                width,
-                height,
-            }),
+            } => {
+                let send = vision::send_size(rule.image_tokens, width, height, rule.image_max_side);
+                candidates.push(Candidate {
+                    slot,
+                    cost: rule.image_tokens.tokens(send.0, send.1),
+                    send,
+                    bytes,
+                    mime,
+                    width,
+                    height,
+                });
+            }
         }
     }
     let budget = rule.max_tokens as u64;
-    let image_cost: u64 = candidates.iter().map(|c| c.cost).sum();
     if !candidates.is_empty() {
         let text = text_tokens(b, rule, set.docs) + extra_tokens as u64;
-        if text + inline_tokens + image_cost <= budget {
-            inline_tokens += image_cost;
-        } else {
-            inline_tokens += shrink(
-                b,
-                rule,
-                candidates,
-                budget.saturating_sub(inline_tokens),
-                text,
-                &mut edits,
-                &mut fitted,
-            );
-        }
+        inline_tokens += place(
+            b,
+            rule,
+            candidates,
+            budget.saturating_sub(inline_tokens),
+            text,
+            &mut edits,
+            &mut fitted,
+        );
     }
     edits.sort_by_key(|(slot, _)| *slot);
     for (slot, edit) in edits.into_iter().rev() {
@@ -156,7 +161,8 @@ enum Class {
     Keep(u64),
     /// Goes to a file: this description replaces it.
     File(Value),
-    /// Decodable base64 with a known pixel size, not bound for a file by `file` mode.
+    /// Base64 with a known pixel size, not bound for a file by `file` mode: it goes out at
+    /// most at its send size, smaller when the budget says so.
     Candidate {
         bytes: Vec<u8>,
         mime: String,
@@ -195,9 +201,6 @@ fn classify(b: &Boundary, rule: &EffectiveRule, item: &Value) -> Class {
         .map(|s| (s.width as u64, s.height as u64));
     match size {
         Some((width, height)) if rule.images != ImageMode::File || !over_threshold => {
-            if rule.images == ImageMode::File {
-                return Class::Keep(rule.image_tokens.tokens(width, height));
-            }
             Class::Candidate {
                 bytes: decoded,
                 mime,
@@ -241,10 +244,13 @@ enum Edit {
     },
 }
 
-/// Replaces the candidates by copies that fit `room` (the budget left after the images that
-/// stay as they are) beside `text` tokens of documents; returns the tokens of the copies kept
-/// inline.
-fn shrink(
+/// Decides each candidate's size and rewrites it: every image goes out at most at its send
+/// size (what the model gets, within `image_max_side`); when text + images would pass `room`
+/// (the budget left after the images that stay as they are), at the size of its share of what
+/// the text leaves. An image sent smaller than it came is replaced by a downscaled copy, with
+/// its full resolution in a blob file (not under `inline`). Returns the tokens of the images
+/// kept inline.
+fn place(
     b: &Boundary,
     rule: &EffectiveRule,
     candidates: Vec<Candidate>,
@@ -253,40 +259,73 @@ fn shrink(
     edits: &mut Vec<(usize, Edit)>,
     fitted: &mut Fitted,
 ) -> u64 {
-    let enc = &b.encoding;
-    // Under `auto`, the full-resolution files first: their descriptions are text too.
+    let keep_full = rule.images != ImageMode::Inline;
+    // The full-resolution files: their descriptions are text too.
     let mut files: Vec<Option<Value>> = Vec::with_capacity(candidates.len());
     let mut desc_tokens = 0u64;
+    let write_file = |c: &Candidate, desc_tokens: &mut u64| {
+        let d = b.blobs.write("image", &c.mime, &c.bytes)?;
+        let v = serde_json::to_value(d).unwrap_or_default();
+        // Counted with the widest copy size it can name.
+        let probe = with_copy(v.clone(), 99_999, 99_999);
+        *desc_tokens += b.encoding.count(&probe.to_string()) as u64;
+        Some(v)
+    };
     for c in &candidates {
-        let desc = if rule.images == ImageMode::Auto {
-            b.blobs.write("image", &c.mime, &c.bytes).map(|d| {
-                let v = serde_json::to_value(d).unwrap_or_default();
-                // Counted with the widest copy size it can name.
-                let probe = with_copy(v.clone(), 99_999, 99_999);
-                desc_tokens += enc.count(&probe.to_string()) as u64;
-                v
-            })
+        let smaller = c.send != (c.width, c.height);
+        files.push(if keep_full && smaller {
+            write_file(c, &mut desc_tokens)
         } else {
             None
-        };
-        files.push(desc);
+        });
     }
-    let total_text = text + desc_tokens;
-    let text_room = if total_text <= room / 2 {
-        total_text
+    let cost_all: u64 = candidates.iter().map(|c| c.cost).sum();
+    // (target, share) per candidate.
+    let plan: Vec<(Option<(u64, u64)>, u64)> = if text + desc_tokens + cost_all <= room {
+        candidates.iter().map(|c| (Some(c.send), c.cost)).collect()
     } else {
-        (room / 2)
-            .max(mcp_budget_core::MIN_BUDGET_TOKENS as u64)
-            .min(room)
-    };
-    let share_all = room.saturating_sub(text_room);
-    let cost_all: u64 = candidates.iter().map(|c| c.cost).sum::<u64>().max(1);
-    let mut kept = 0u64;
-    for (c, file) in candidates.into_iter().zip(files) {
-        let share =
-            u64::try_from(u128::from(share_all) * u128::from(c.cost) / u128::from(cost_all))
+        // Every image becomes a copy: under `auto`, each with its file.
+        if keep_full {
+            for (c, file) in candidates.iter().zip(files.iter_mut()) {
+                if file.is_none() {
+                    *file = write_file(c, &mut desc_tokens);
+                }
+            }
+        }
+        let total_text = text + desc_tokens;
+        let text_room = if total_text <= room / 2 {
+            total_text
+        } else {
+            (room / 2)
+                .max(mcp_budget_core::MIN_BUDGET_TOKENS as u64)
+                .min(room)
+        };
+        let share_all = room.saturating_sub(text_room);
+        let cost_all = cost_all.max(1);
+        candidates
+            .iter()
+            .map(|c| {
+                let share = u64::try_from(
+                    u128::from(share_all) * u128::from(c.cost) / u128::from(cost_all),
+                )
                 .unwrap_or(u64::MAX);
-        match downscale(&c, share, rule.image_tokens) {
+                let target = target_size(c.send.0, c.send.1, share, rule.image_tokens);
+                (target, share)
+            })
+            .collect()
+    };
+    let mut kept = 0u64;
+    for ((c, file), (target, share)) in candidates.into_iter().zip(files).zip(plan) {
+        let copy = match target {
+            // Goes out as it came.
+            Some(t) if t == (c.width, c.height) => {
+                kept += rule.image_tokens.tokens(t.0, t.1);
+                continue;
+            }
+            Some(t) => downscale(&c, t, share, rule.image_tokens, rule.image_max_side),
+            None => Err(CopyError::NoRoom(share)),
+        };
+        match copy {
             Ok(copy) => {
                 kept += copy.cost;
                 let desc = file.map(|d| with_copy(d, copy.width, copy.height));
@@ -344,10 +383,16 @@ enum CopyError {
     Encode(String),
 }
 
-/// The largest copy of `c` (aspect kept) that costs at most `share` tokens under `cost`.
-fn downscale(c: &Candidate, share: u64, cost: ImageCost) -> Result<Copy, CopyError> {
-    let (width, height) =
-        target_size(c.width, c.height, share, cost).ok_or(CopyError::NoRoom(share))?;
+/// A copy of `c` at `target` pixels (at most its send size, costing at most `share` tokens
+/// under the rule's cost).
+fn downscale(
+    c: &Candidate,
+    target: (u64, u64),
+    share: u64,
+    cost: ImageCost,
+    max_side: u32,
+) -> Result<Copy, CopyError> {
+    let (width, height) = target;
     let format = match c.mime.as_str() {
         "image/png" => image::ImageFormat::Png,
         "image/jpeg" | "image/jpg" => image::ImageFormat::Jpeg,
@@ -367,8 +412,13 @@ fn downscale(c: &Candidate, share: u64, cost: ImageCost) -> Result<Copy, CopyErr
     // The header said one size, the pixels another: go by the pixels.
     let (width, height) =
         if (u64::from(img.width()), u64::from(img.height())) != (c.width, c.height) {
-            target_size(img.width().into(), img.height().into(), share, cost)
-                .ok_or(CopyError::NoRoom(share))?
+            let (w, h) = vision::send_size(
+                cost,
+                img.width().into(),
+                img.height().into(),
+                max_side,
+            );
+            target_size(w, h, share, cost).ok_or(CopyError::NoRoom(share))?
         } else {
             (width, height)
         };
@@ -573,13 +623,16 @@ mod tests {
 
     #[test]
     fn target_size_fits_the_share_and_keeps_the_aspect() {
-        let (w, h) = target_size(4000, 3000, 5_000, ImageCost::Anthropic).unwrap();
-        assert!(ImageCost::Anthropic.tokens(w, h) <= 5_000);
+        // The send size of a 4000×3000 screenshot under Anthropic's rule, at a 1,000 share.
+        let (w, h) = target_size(1264, 948, 1_000, ImageCost::Anthropic).unwrap();
+        assert!(ImageCost::Anthropic.tokens(w, h) <= 1_000);
         assert!(
-            ImageCost::Anthropic.tokens(w + 2, h + 2) > 5_000,
+            ImageCost::Anthropic.tokens(w + 2, h + 2) > 1_000,
             "{w}x{h} is not the largest"
         );
         assert!((w as f64 / h as f64 - 4.0 / 3.0).abs() < 0.01);
+        // Already within its cost: unchanged.
+        assert_eq!(target_size(4000, 3000, 1_598, ImageCost::Anthropic), Some((4000, 3000)));
         assert_eq!(target_size(64, 48, 5, ImageCost::Anthropic), Some((64, 48)));
         assert_eq!(target_size(4000, 3000, 0, ImageCost::Anthropic), None);
         assert_eq!(target_size(4000, 3000, 200, ImageCost::OpenAi), None);
@@ -598,9 +651,10 @@ mod tests {
             mime: "image/png".into(),
             width: 60_000,
             height: 60_000,
+            send: (1_000, 1_000),
             cost: ImageCost::Anthropic.tokens(60_000, 60_000),
         };
-        let err = match downscale(&c, 1_000, ImageCost::Anthropic) {
+        let err = match downscale(&c, (1_000, 1_000), 1_334, ImageCost::Anthropic, 2_000) {
             Err(e) => e,
             Ok(_) => panic!("a 60000x60000 image was decoded"),
         };
@@ -621,9 +675,11 @@ mod tests {
             mime: "image/png".into(),
             width: 1500,
             height: 1000,
-            cost: 2000,
+            send: (1341, 894),
+            cost: 1599,
         };
-        let copy = downscale(&c, 500, ImageCost::Anthropic).unwrap();
+        let target = target_size(1341, 894, 500, ImageCost::Anthropic).unwrap();
+        let copy = downscale(&c, target, 500, ImageCost::Anthropic, 2_000).unwrap();
         assert!(copy.cost <= 500 && copy.cost > 450, "{}", copy.cost);
         assert_eq!(copy.mime, "image/png");
         let back = image::load_from_memory(&copy.bytes).unwrap();
