@@ -44,7 +44,9 @@ fn render() -> String {
 
 #[test]
 fn cli_reference_matches_the_code() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(REFERENCE);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(REFERENCE);
     let want = render();
     if std::env::var_os("UPDATE_DOCS").is_some_and(|v| v == "1") {
         std::fs::write(&path, &want).expect("write the CLI reference");
@@ -59,6 +61,9 @@ fn cli_reference_matches_the_code() {
         have.lines()
             .zip(want.lines())
             .find(|(a, b)| a != b)
-            .map_or_else(|| "one is a prefix of the other".to_owned(), |(a, b)| format!("file {a:?} vs code {b:?}"))
+            .map_or_else(
+                || "one is a prefix of the other".to_owned(),
+                |(a, b)| format!("file {a:?} vs code {b:?}")
+            )
     );
 }

@@ -12,12 +12,18 @@ use std::path::Path;
 
 use mcp_budget_proxy::config::ConfigFile;
 
-const PAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/reference/config.md");
+const PAGE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../docs/reference/config.md"
+);
 const PROBE: &str = "__probe__";
 
 /// The TOML dotted key of a path, each segment quoted (`<name>` is a valid quoted key).
 fn dotted(path: &[String]) -> String {
-    path.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(".")
+    path.iter()
+        .map(|s| format!("\"{s}\""))
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 /// The error of parsing `<path>.__probe__ = 1`, or `None` when it parses.
@@ -32,12 +38,20 @@ fn probe(path: &[String]) -> Option<String> {
 
 /// The field names serde lists after "unknown field `__probe__`".
 fn fields_named(message: &str) -> Option<Vec<String>> {
-    let rest = message.split(&format!("unknown field `{PROBE}`, expected ")).nth(1)?;
+    let rest = message
+        .split(&format!("unknown field `{PROBE}`, expected "))
+        .nth(1)?;
     let list = rest.split('\n').next().unwrap_or("");
     let list = list.strip_prefix("one of ").unwrap_or(list);
     Some(
         list.split(", ")
-            .filter_map(|f| f.trim().strip_prefix('`')?.split('`').next().map(str::to_owned))
+            .filter_map(|f| {
+                f.trim()
+                    .strip_prefix('`')?
+                    .split('`')
+                    .next()
+                    .map(str::to_owned)
+            })
             .collect(),
     )
 }
@@ -45,7 +59,10 @@ fn fields_named(message: &str) -> Option<Vec<String>> {
 /// Every key under `path`, dotted (`tools.<name>.max_tokens`), into `out`.
 fn walk(path: Vec<String>, out: &mut BTreeSet<String>) {
     let message = probe(&path).unwrap_or_else(|| {
-        panic!("`{}.{PROBE} = 1` parsed: a table that takes any key?", path.join("."))
+        panic!(
+            "`{}.{PROBE} = 1` parsed: a table that takes any key?",
+            path.join(".")
+        )
     });
     if let Some(fields) = fields_named(&message) {
         assert!(!fields.is_empty(), "no fields named in {message:?}");
@@ -78,8 +95,15 @@ fn the_config_reference_documents_every_key_and_no_other() {
     let mut accepted = BTreeSet::new();
     walk(Vec::new(), &mut accepted);
     // The walk itself must find keys of every depth, or it checks nothing.
-    for known in ["defaults.max_tokens", "tools.<name>.transform", "servers.<name>.oauth.scope"] {
-        assert!(accepted.contains(known), "the probe walk missed {known}: {accepted:?}");
+    for known in [
+        "defaults.max_tokens",
+        "tools.<name>.transform",
+        "servers.<name>.oauth.scope",
+    ] {
+        assert!(
+            accepted.contains(known),
+            "the probe walk missed {known}: {accepted:?}"
+        );
     }
     let page = std::fs::read_to_string(PAGE).expect("docs/reference/config.md");
     let documented = documented(&page);
@@ -98,7 +122,11 @@ fn the_probe_reads_serdes_unknown_field_message() {
     let message = probe(&["cache".to_owned()]).expect("an unknown key is an error");
     assert_eq!(
         fields_named(&message),
-        Some(vec!["bytes".to_owned(), "ttl_secs".to_owned(), "dir".to_owned()]),
+        Some(vec![
+            "bytes".to_owned(),
+            "ttl_secs".to_owned(),
+            "dir".to_owned()
+        ]),
         "{message}"
     );
 }

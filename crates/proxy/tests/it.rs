@@ -28,10 +28,10 @@ mod boundary_schema_fill;
 mod boundary_visible;
 #[path = "boundary_visible_props.rs"]
 mod boundary_visible_props;
-#[path = "config_reference.rs"]
-mod config_reference;
 #[path = "boundary_wire_props.rs"]
 mod boundary_wire_props;
+#[path = "config_reference.rs"]
+mod config_reference;
 #[path = "relay_bytes.rs"]
 mod relay_bytes;
 #[path = "relay_http.rs"]
