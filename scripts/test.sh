@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The project's test command (README "Set-up"): unit, property, integration and end-to-end tests.
+# The project's test command (README "Test"): unit, property, integration and end-to-end tests.
 # Installs what the end-to-end tests need (pinned npm and PyPI packages) by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Every relative link and anchor in README.md and docs/**/*.md resolves (instant; the script
+# checks itself on a deliberately broken tree first).
+python3 scripts/check_links.py
 
 # Property tests: 10,000 cases per property unless the caller asks for another number.
 export PROPTEST_CASES="${PROPTEST_CASES:-10000}"

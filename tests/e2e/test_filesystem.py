@@ -37,7 +37,7 @@ def _check_structured(pages, schema):
     assert "structuredContent" in pages[0]
     # Page 1 is the tool's result: valid against its (listed) outputSchema. Later pages answer
     # `read_more`, which declares none: a JSON-array page carries `{"page":…,"mcp-budget":…}`
-    # (README "Client profiles").
+    # (docs/guide/client-profiles.md).
     jsonschema.validate(pages[0]["structuredContent"], schema)
     for page in pages[1:]:
         sc = page.get("structuredContent")

@@ -105,7 +105,7 @@ async def list_tools(command, args, env, *, config=None) -> list[dict]:
 
 def without_meta_member(schema):
     """A listed outputSchema without the `mcp-budget` member the proxy declares in it (page 1's
-    structuredContent carries the meta item there: README "Client profiles")."""
+    structuredContent carries the meta item there: docs/guide/client-profiles.md)."""
     if not isinstance(schema, dict) or "mcp-budget" not in schema.get("properties", {}):
         return schema
     props = {k: v for k, v in schema["properties"].items() if k != "mcp-budget"}

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod auth;
+#[cfg(test)]
+mod cli_docs;
 mod demo;
 mod measure;
 mod proxy;

@@ -3,7 +3,7 @@
 //!
 //! Glue only: this module finds and reads the files (walking directories, with a progress bar
 //! on stderr), hands each one to [`mcp_budget_core::measure`] and prints the reports as tables
-//! (comfy-table) or as JSON (`--json`, field names in the README's "Measure" section).
+//! (comfy-table) or as JSON (`--json`, field names in docs/guide/shape-and-measure.md).
 //!
 //! A file that cannot be read or measured (I/O error, invalid UTF-8, invalid JSON in a `.json`
 //! file) is reported on stderr as `mcp-budget: <path>: <reason>`; the run goes on and exits

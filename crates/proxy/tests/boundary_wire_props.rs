@@ -375,7 +375,7 @@ fn check(parts: &[Part], sc: &Sc, budget: usize, declared: bool) -> Result<(), S
         let seen = model_visible(last, false, &tiktoken);
         if seen > budget && pages.len() == 1 && declared && last.get("structuredContent").is_some()
         {
-            // The documented exception (README): page 1 of a tool that declares an
+            // The documented exception (docs/wire.md): page 1 of a tool that declares an
             // outputSchema keeps a valid structuredContent when the members it must fill in
             // (every member of the original object, reduced) do not fit beside the smallest
             // page. Its content items still fit.

@@ -30,6 +30,8 @@ mod boundary_visible;
 mod boundary_visible_props;
 #[path = "boundary_wire_props.rs"]
 mod boundary_wire_props;
+#[path = "config_reference.rs"]
+mod config_reference;
 #[path = "relay_bytes.rs"]
 mod relay_bytes;
 #[path = "relay_http.rs"]

@@ -1,4 +1,4 @@
-//! Aggregation of telemetry records into per-tool rows (README "Report").
+//! Aggregation of telemetry records into per-tool rows (docs/guide/telemetry.md, "Report").
 //!
 //! Records are sorted into three kinds by [`kind`]: calls of upstream tools, pages read with
 //! the injected `read_more`, and calls of the injected `query_response`. A `read_more` record

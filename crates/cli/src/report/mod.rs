@@ -1,5 +1,5 @@
 //! `mcp-budget report LOG.jsonl… [--html FILE]`: what the proxy saved, per tool and in total,
-//! from its telemetry logs (README "Report").
+//! from its telemetry logs (docs/guide/telemetry.md, "Report").
 //!
 //! [`parse`] reads the logs (bad lines are skipped and counted, never fatal), [`aggregate`]
 //! builds the rows, [`table`] prints them with comfy-table and [`html`] writes the

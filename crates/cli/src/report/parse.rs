@@ -1,4 +1,4 @@
-//! Reading telemetry logs (README "Telemetry"): one JSON object per line. A line that cannot be
+//! Reading telemetry logs (docs/guide/telemetry.md): one JSON object per line. A line that cannot be
 //! used (not UTF-8, not JSON, not an object, a missing field, a field of the wrong type, an
 //! unknown `outcome`) is skipped and counted with its reason; it never stops the report.
 

@@ -1,6 +1,6 @@
 //! The numbers a measurement produces: the wire types of `mcp-budget measure --json`.
 //!
-//! Every type serializes with serde; the field names are an interface (README, "Measure").
+//! Every type serializes with serde; the field names are an interface (docs/guide/shape-and-measure.md).
 //! Units are in the field names: `bytes` (UTF-8 bytes), `chars` (Unicode scalar values),
 //! `tokens` (tokens of the encoding named by the map key), `*_pct` (percent, rounded to 0.01).
 
