@@ -6,7 +6,13 @@
 //! bounds that sum. [`fit`] decides, once the text documents are known, what each image
 //! becomes:
 //!
-//! - **Fits** (text + every image ≤ budget): the image stays as it came, counted.
+//! First each image's **send size**: the size its model gets of it after the vendor's own
+//! resize, capped at `image_max_side` ([`mcp_budget_core::vision::send_size`]); its cost is
+//! counted at that size. Then:
+//!
+//! - **Fits** (text + every image at its send size ≤ budget): an image within its send size
+//!   stays as it came; a larger one is replaced by a copy at its send size (its full
+//!   resolution in a file, as below), since the model would never see the extra pixels.
 //! - **Does not fit**: the images share what the text leaves (the text keeps what it needs
 //!   when that is at most half the budget, else half the budget, at least 256 tokens, for its
 //!   pages); each gets a share proportional to its cost and is replaced by a copy downscaled
@@ -20,7 +26,7 @@
 //!   file and a text item describes it (data that is not base64 is written as received,
 //!   `mimeType` `text/plain`). When even the write fails the item stays as it came.
 //! - `file` mode: every image over the blob threshold goes to a file as before; smaller ones
-//!   stay and count.
+//!   are placed as under `auto`.
 //!
 //! Decoding is bounded ([`image::Limits`]): at most [`MAX_SIDE`] pixels a side and
 //! [`MAX_DECODE_BYTES`] of decoder memory, so a small file claiming a huge size (a

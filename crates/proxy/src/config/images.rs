@@ -13,9 +13,10 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ImageMode {
-    /// The default: an image stays inline while it fits the budget beside the text; one that
-    /// does not fit is written to a file at full resolution and a downscaled copy that fits
-    /// stays inline, beside a text item giving the file's path.
+    /// The default: an image stays inline while it fits the budget beside the text and is no
+    /// larger than the size its model gets; one that is larger, or does not fit, is written to
+    /// a file at full resolution and a downscaled copy (that size, or what fits) stays inline,
+    /// beside a text item giving the file's path.
     #[default]
     Auto,
     /// Never offloaded: an image that does not fit is replaced by a downscaled copy that does,
@@ -24,7 +25,8 @@ pub enum ImageMode {
     Inline,
     /// Every image whose data decodes to more than the blob threshold (1 KiB) is written to a
     /// file and replaced by its description (the behaviour before `images` existed); smaller
-    /// ones stay inline and count.
+    /// ones stay inline and count (downscaled, with a file, when larger than the size their
+    /// model gets).
     File,
 }
 
