@@ -41,12 +41,14 @@ function launcher(version, out) {
     keywords: ["mcp", "model-context-protocol", "proxy", "tokens"],
     ...common,
     bin: { "mcp-budget": "bin/mcp-budget.js" },
-    files: ["bin/mcp-budget.js", "README.md"],
+    files: ["bin/mcp-budget.js", "install.js", "README.md"],
+    scripts: { postinstall: "node install.js" },
     engines: { node: ">=18" },
     optionalDependencies,
   };
   write(out, "package.json", JSON.stringify(pkg, null, 2) + "\n");
   write(out, "bin/mcp-budget.js", fs.readFileSync(path.join(here, "bin/mcp-budget.js")), 0o755);
+  write(out, "install.js", fs.readFileSync(path.join(here, "install.js")));
   write(out, "README.md", fs.readFileSync(path.join(here, "README.md")));
 }
 

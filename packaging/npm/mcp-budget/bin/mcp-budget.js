@@ -4,6 +4,8 @@
 // stdio inherited, so the MCP protocol on stdin/stdout never passes through Node. It forwards
 // SIGINT/SIGTERM/SIGHUP to the binary and exits with the binary's code, or re-raises its signal.
 // Nothing is written to stdout, ever: in `proxy` mode stdout is the protocol channel.
+// On Unix the postinstall (install.js) replaces this file with the binary itself; this launcher
+// runs where it cannot (Windows, --ignore-scripts).
 "use strict";
 const { spawn } = require("child_process");
 const os = require("os");
