@@ -56,6 +56,14 @@ if [ -x tests/e2e/run.sh ]; then
   tests/e2e/run.sh
 fi
 
+# The packages (issue 34): scripts/package.sh builds the release binary, the wheel and the npm
+# tarballs into target/package; they are installed offline into a fresh venv, through uvx and
+# into fresh npm prefixes, and one real proxied call goes through each entry point (reuses the
+# e2e venv; docs/packaging.md).
+if [ -x tests/packaging/run.sh ]; then
+  tests/packaging/run.sh
+fi
+
 # The official MCP conformance suite (pinned in tests/conformance/package-lock.json, Node 22
 # from npm): every server scenario through serve's three faces, every client scenario with
 # `proxy --upstream` (OAuth sign-in included) as the client under test (issue 32).

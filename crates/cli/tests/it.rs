@@ -68,6 +68,8 @@ mod serve_redis_load;
 mod shape;
 #[path = "wrap.rs"]
 mod wrap;
+#[path = "wrap_launch.rs"]
+mod wrap_launch;
 #[path = "wrap_merge.rs"]
 mod wrap_merge;
 

@@ -2,10 +2,14 @@
 //! and the TOML rewrites, free of any file format.
 //!
 //! A wrapped stdio entry is `command = <…/mcp-budget>` and
-//! `args = ["proxy", <proxy flags>…, "--", <server command>, <server args>…]`. Nothing else is
-//! stored: the server's own command and arguments are the elements after the first `--`, so
-//! `unwrap` gets them back from the entry alone, and an entry written by hand the way the README
-//! shows (`"command": "mcp-budget"`) is recognised too.
+//! `args = ["proxy", <proxy flags>…, "--", <server command>, <server args>…]`, or the same
+//! launched by a package runner (`wrap --command uvx|npx`): `command = "uvx"`, `args =
+//! ["mcp-budget@<version>", "proxy", …]`, or `command = "npx"`, `args = ["-y",
+//! "mcp-budget@<version>", "proxy", …]`. Nothing else is stored: the server's own command and
+//! arguments are the elements after the first `--` that follows `proxy`, so `unwrap` gets them
+//! back from the entry alone, and an entry written by hand the way the README shows
+//! (`"command": "mcp-budget"`, `"command": "uvx", "args": ["mcp-budget", "proxy", …]`) is
+//! recognised too.
 //!
 //! A remote server (Streamable HTTP: a `url`/`serverUrl` with no `type`, or `type` `http`) in a
 //! JSON config becomes a stdio entry running `<…/mcp-budget> proxy [--max-tokens N] --upstream
@@ -23,11 +27,59 @@ const SEPARATOR: &str = "--";
 /// The proxy's hidden flag whose value is the original entry of a wrapped remote server.
 const WRAPPED_ENTRY: &str = "--wrapped-entry";
 
+/// The package name of `mcp-budget` on PyPI and npm (what `uvx`/`npx` run).
+const PACKAGE: &str = "mcp-budget";
+
+/// How a config entry starts `mcp-budget`: the entry's `command` and the arguments before
+/// `proxy`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Launch {
+    /// The entry's `command`: the binary's absolute path, `uvx` or `npx`.
+    pub(crate) command: String,
+    /// The package runner's arguments before `proxy` (none for the binary itself).
+    pub(crate) args: Vec<String>,
+}
+
+impl Launch {
+    /// The binary at `exe` (an absolute path), run directly.
+    pub(crate) fn path(exe: String) -> Launch {
+        Launch {
+            command: exe,
+            args: Vec::new(),
+        }
+    }
+
+    /// `uvx mcp-budget@<version>`: the PyPI wheel of exactly this version, which uv installs
+    /// into its cache on first use.
+    pub(crate) fn uvx(version: &str) -> Launch {
+        Launch {
+            command: "uvx".to_owned(),
+            args: vec![format!("{PACKAGE}@{version}")],
+        }
+    }
+
+    /// `npx -y mcp-budget@<version>`: the npm package of exactly this version (`-y`: no
+    /// "install?" prompt, which a client's stdio could not answer).
+    pub(crate) fn npx(version: &str) -> Launch {
+        Launch {
+            command: "npx".to_owned(),
+            args: vec!["-y".to_owned(), format!("{PACKAGE}@{version}")],
+        }
+    }
+
+    /// `args` after the launcher's own: the arguments of `mcp-budget` itself.
+    pub(crate) fn then(&self, args: Vec<String>) -> Vec<String> {
+        let mut all = self.args.clone();
+        all.extend(args);
+        all
+    }
+}
+
 /// What `wrap` puts in front of a server's command line.
 #[derive(Debug, Clone)]
 pub(crate) struct Wrapper {
-    /// Absolute path of the `mcp-budget` binary, as the entry's new `command`.
-    pub(crate) exe: String,
+    /// How the entry starts `mcp-budget`: its new `command` and the arguments before `proxy`.
+    pub(crate) launch: Launch,
     /// `--max-tokens N` for the proxy (tokens), when given.
     pub(crate) max_tokens: Option<usize>,
     /// `--client NAME` for the proxy (a profile of `mcp_budget_core::client`), when the client
@@ -36,10 +88,11 @@ pub(crate) struct Wrapper {
 }
 
 impl Wrapper {
-    /// The arguments put before the server's command: `proxy [--client NAME] [--max-tokens N]
-    /// --`.
+    /// The arguments put before the server's command: `[<launcher args>…] proxy [--client
+    /// NAME] [--max-tokens N] --`.
     pub(crate) fn prefix(&self) -> Vec<String> {
-        let mut args = vec![PROXY.to_owned()];
+        let mut args = self.launch.args.clone();
+        args.push(PROXY.to_owned());
         if let Some(c) = self.client {
             args.push("--client".to_owned());
             args.push(c.to_owned());
@@ -52,7 +105,7 @@ impl Wrapper {
         args
     }
 
-    /// The arguments of a wrapped remote server: `proxy [--max-tokens N] --upstream <url>
+    /// The arguments of a wrapped remote server: `[<launcher args>…] proxy [--max-tokens N] --upstream <url>
     /// [--header 'Name: value']… --wrapped-entry <original>`.
     pub(crate) fn remote_args(&self, remote: &HttpEntry, original: &str) -> Vec<String> {
         let mut args = self.prefix();
@@ -170,13 +223,53 @@ pub(crate) fn is_mcp_budget(command: &str) -> bool {
     name == "mcp-budget" || name.eq_ignore_ascii_case("mcp-budget.exe")
 }
 
+/// The file name of `command` without its directory and, on Windows, its extension.
+fn program_name(command: &str) -> &str {
+    let name = command.rsplit(['/', '\\']).next().unwrap_or(command);
+    [".exe", ".cmd", ".EXE", ".CMD"]
+        .iter()
+        .find_map(|ext| name.strip_suffix(ext))
+        .unwrap_or(name)
+}
+
+/// Whether `spec` names the `mcp-budget` package, with or without a version
+/// (`mcp-budget`, `mcp-budget@0.1.0`, `mcp-budget==0.1.0`, `mcp-budget@latest`).
+fn is_package(spec: &str) -> bool {
+    spec.strip_prefix(PACKAGE)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('@') || rest.starts_with("=="))
+}
+
+/// How many of `args` belong to the launcher when `(command, args)` starts `mcp-budget`: 0 for
+/// the binary itself, 1 for `uvx mcp-budget[@V]`, 1 or 2 for `npx [-y|--yes] mcp-budget[@V]`;
+/// `None` for any other program.
+pub(crate) fn launcher_len(command: &str, args: &[String]) -> Option<usize> {
+    if is_mcp_budget(command) {
+        return Some(0);
+    }
+    let first = args.first().map(String::as_str);
+    match program_name(command) {
+        "uvx" => first.is_some_and(is_package).then_some(1),
+        "npx" => match first {
+            Some("-y" | "--yes") => args.get(1).is_some_and(|a| is_package(a)).then_some(2),
+            Some(spec) => is_package(spec).then_some(1),
+            None => None,
+        },
+        _ => None,
+    }
+}
+
+/// The index in `args` of `proxy` when `(command, args)` runs `mcp-budget proxy` (directly or
+/// through `uvx`/`npx`).
+pub(crate) fn proxy_at(command: &str, args: &[String]) -> Option<usize> {
+    let at = launcher_len(command, args)?;
+    (args.get(at).map(String::as_str) == Some(PROXY)).then_some(at)
+}
+
 /// For a wrapped entry, the index in `args` of the server's command (the element after the first
 /// `--` that follows `proxy`); `None` when `(command, args)` is not a wrapped entry.
 pub(crate) fn wrapped_split(command: &str, args: &[String]) -> Option<usize> {
-    if !is_mcp_budget(command) || args.first().map(String::as_str) != Some(PROXY) {
-        return None;
-    }
-    let sep = args.iter().position(|a| a == SEPARATOR)?;
+    let at = proxy_at(command, args)?;
+    let sep = at + args[at..].iter().position(|a| a == SEPARATOR)?;
     (sep + 1 < args.len()).then_some(sep + 1)
 }
 
@@ -220,10 +313,8 @@ pub(crate) fn decide(action: &Action, entry: &EntryView) -> Decision {
 
 /// For a wrapped remote entry, the original entry's text (the value of `--wrapped-entry`).
 pub(crate) fn wrapped_remote(command: &str, args: &[String]) -> Option<String> {
-    if !is_mcp_budget(command) || args.first().map(String::as_str) != Some(PROXY) {
-        return None;
-    }
-    let at = args.iter().position(|a| a == WRAPPED_ENTRY)?;
+    let proxy = proxy_at(command, args)?;
+    let at = proxy + args[proxy..].iter().position(|a| a == WRAPPED_ENTRY)?;
     args.get(at + 1).cloned()
 }
 
@@ -289,7 +380,7 @@ mod tests {
 
     fn wrapper() -> Action {
         Action::Wrap(Wrapper {
-            exe: "/opt/bin/mcp-budget".to_owned(),
+            launch: Launch::path("/opt/bin/mcp-budget".to_owned()),
             max_tokens: None,
             client: None,
         })
@@ -298,7 +389,7 @@ mod tests {
     #[test]
     fn prefix_has_the_budget_only_when_given() {
         let mut w = Wrapper {
-            exe: "/x/mcp-budget".to_owned(),
+            launch: Launch::path("/x/mcp-budget".to_owned()),
             max_tokens: None,
             client: None,
         };
@@ -325,6 +416,56 @@ mod tests {
             None
         );
         assert_eq!(wrapped_split("my-mcp-budget", &args), None);
+    }
+
+    #[test]
+    fn package_runners_of_mcp_budget_are_recognised() {
+        let uvx = Launch::uvx("1.2.3");
+        assert_eq!(uvx.command, "uvx");
+        assert_eq!(uvx.args, strings(&["mcp-budget@1.2.3"]));
+        let npx = Launch::npx("1.2.3");
+        assert_eq!(npx.args, strings(&["-y", "mcp-budget@1.2.3"]));
+        for launch in [uvx, npx, Launch::path("/opt/mcp-budget".to_owned())] {
+            let w = Wrapper {
+                launch: launch.clone(),
+                max_tokens: Some(5),
+                client: None,
+            };
+            let mut args = w.prefix();
+            args.extend(strings(&["srv", "--", "x"]));
+            let cmd = launch.args.len() + 4;
+            assert_eq!(wrapped_split(&launch.command, &args), Some(cmd), "{args:?}");
+            assert_eq!(args[cmd], "srv");
+        }
+        let with = |spec: &[&str]| {
+            let mut args = strings(spec);
+            args.extend(strings(&["proxy", "--", "srv"]));
+            args
+        };
+        assert_eq!(wrapped_split("uvx", &with(&["mcp-budget"])), Some(3));
+        assert_eq!(wrapped_split("uvx", &with(&["mcp-budget==0.1.0"])), Some(3));
+        assert_eq!(
+            wrapped_split(r"C:\uv\uvx.exe", &with(&["mcp-budget@latest"])),
+            Some(3)
+        );
+        assert_eq!(wrapped_split("npx", &with(&["mcp-budget"])), Some(3));
+        assert_eq!(
+            wrapped_split("npx.cmd", &with(&["--yes", "mcp-budget@1"])),
+            Some(4)
+        );
+        assert_eq!(
+            wrapped_split("/usr/bin/npx", &with(&["-y", "mcp-budget"])),
+            Some(4)
+        );
+        // Other packages, other runners, a runner of mcp-budget without `proxy`: not wrapped.
+        assert_eq!(wrapped_split("uvx", &with(&["mcp-budget-x"])), None);
+        assert_eq!(wrapped_split("npx", &with(&["-y", "other"])), None);
+        assert_eq!(wrapped_split("pipx", &with(&["mcp-budget"])), None);
+        assert_eq!(
+            wrapped_split("npx", &strings(&["-y", "mcp-budget", "demo"])),
+            None
+        );
+        assert_eq!(wrapped_split("uvx", &[]), None);
     }
 
     #[test]

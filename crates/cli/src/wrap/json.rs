@@ -223,7 +223,7 @@ fn edit_entry(text: &str, entry: &Object<'_>, action: &Action, edits: &mut Vec<E
             edits.push(Edit {
                 start: entry.start(),
                 end: entry.end(),
-                text: remote_entry_text(text, entry, &args, &wrapper.exe),
+                text: remote_entry_text(text, entry, &args, &wrapper.launch.command),
             });
             Outcome::Wrapped
         }
@@ -260,7 +260,7 @@ fn edit_stdio_entry(
             edits.push(Edit {
                 start: command.value.start(),
                 end: command.value.end(),
-                text: quote(&wrapper.exe),
+                text: quote(&wrapper.launch.command),
             });
             match args.map(|p| &p.value) {
                 Some(Value::Array(array)) => insert_front(text, array, &items, edits),
@@ -425,13 +425,13 @@ mod tests {
     use serde_json::{Map, Value as Json, json};
 
     use super::*;
-    use crate::wrap::form::Wrapper;
+    use crate::wrap::form::{Launch, Wrapper};
 
     const EXE: &str = "/opt/bin/mcp-budget";
 
     fn wrap_action(max_tokens: Option<usize>) -> Action {
         Action::Wrap(Wrapper {
-            exe: EXE.to_owned(),
+            launch: Launch::path(EXE.to_owned()),
             max_tokens,
             client: None,
         })

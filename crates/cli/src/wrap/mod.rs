@@ -2,8 +2,9 @@
 //! `mcp-budget proxy`, or take it out again.
 //!
 //! A wrapped entry runs `<absolute path of this binary> proxy [--max-tokens N] -- <command>
-//! <args>…` (absolute, since Claude Desktop does not read the shell's `PATH`); `env` and every
-//! other key stay as they were. Wrapping twice changes nothing; `unwrap` gives back the file
+//! <args>…` (absolute, since Claude Desktop does not read the shell's `PATH`), or with
+//! `--command uvx|npx` the published package of this very version (`uvx mcp-budget@V proxy …`,
+//! `npx -y mcp-budget@V proxy …`); `env` and every other key stay as they were. Wrapping twice changes nothing; `unwrap` gives back the file
 //! byte for byte. The change is printed as a unified diff on stdout; what happened to each
 //! server, and where the backup went, on stderr.
 
@@ -20,7 +21,7 @@ mod merge;
 mod toml;
 
 use client::{Client, Format};
-use form::{Action, Outcome, Wrapper};
+use form::{Action, Launch, Outcome, Wrapper};
 
 /// Which config and which servers (flags shared by `wrap` and `unwrap`).
 #[derive(Debug, clap::Args)]
@@ -53,10 +54,43 @@ pub(crate) struct WrapArgs {
     #[arg(long, value_name = "N")]
     max_tokens: Option<usize>,
 
+    /// How each wrapped entry starts mcp-budget: `path` (this binary's absolute path), `uvx`
+    /// (`uvx mcp-budget@<this version>`, the PyPI package) or `npx` (`npx -y
+    /// mcp-budget@<this version>`, the npm package)
+    #[arg(long = "command", value_enum, value_name = "HOW", default_value_t = LaunchKind::Path)]
+    launch: LaunchKind,
+
     /// Merge the servers into ONE entry (named NAME, default `mcp-budget`) running
     /// `mcp-budget proxy --config <config>.<NAME>.toml` with a `[servers.<name>]` each
     #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "mcp-budget")]
     merge: Option<String>,
+}
+
+/// `wrap --command`: how a wrapped entry starts mcp-budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LaunchKind {
+    /// The absolute path of the running binary.
+    Path,
+    /// uv's package runner, with the PyPI package of the running version.
+    Uvx,
+    /// npm's package runner, with the npm package of the running version.
+    Npx,
+}
+
+impl LaunchKind {
+    /// The launch of this kind; the package runners get the running binary's version (Cargo's
+    /// `CARGO_PKG_VERSION`, the one version of the binary, the wheel and the npm packages).
+    ///
+    /// # Errors
+    /// `Path` only: the running binary's path cannot be found or is not UTF-8.
+    fn launch(self) -> anyhow::Result<Launch> {
+        const VERSION: &str = env!("CARGO_PKG_VERSION");
+        Ok(match self {
+            LaunchKind::Path => Launch::path(this_exe()?),
+            LaunchKind::Uvx => Launch::uvx(VERSION),
+            LaunchKind::Npx => Launch::npx(VERSION),
+        })
+    }
 }
 
 /// Flags of `mcp-budget unwrap`.
@@ -97,12 +131,12 @@ pub(crate) fn run_wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
     if args.max_tokens == Some(0) {
         bail!("--max-tokens must be at least 1");
     }
-    let exe = this_exe()?;
+    let launch = args.launch.launch()?;
     if let Some(name) = args.merge {
-        return merge::run_merge(&args.selectors, &name, &exe, args.max_tokens);
+        return merge::run_merge(&args.selectors, &name, &launch, args.max_tokens);
     }
     let action = Action::Wrap(Wrapper {
-        exe,
+        launch,
         max_tokens: args.max_tokens,
         client: args.selectors.client.map(Client::profile),
     });

@@ -84,7 +84,7 @@ fn edit_entry(entry: &mut dyn TableLike, action: &Action) -> Outcome {
             let Some(command) = entry.get_mut("command").and_then(Item::as_value_mut) else {
                 return Outcome::Skipped("no `command` string".to_owned());
             };
-            let mut exe = Value::from(wrapper.exe.as_str());
+            let mut exe = Value::from(wrapper.launch.command.as_str());
             *exe.decor_mut() = command.decor().clone();
             let server_cmd = std::mem::replace(command, exe);
             let mut items: Vec<Value> = wrapper
@@ -238,7 +238,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::wrap::form::Wrapper;
+    use crate::wrap::form::{Launch, Wrapper};
 
     const EXE: &str = "/opt/bin/mcp-budget";
 
@@ -248,7 +248,7 @@ mod tests {
 
     fn wrap(text: &str) -> String {
         let action = Action::Wrap(Wrapper {
-            exe: EXE.to_owned(),
+            launch: Launch::path(EXE.to_owned()),
             max_tokens: None,
             client: None,
         });
@@ -278,7 +278,7 @@ mod tests {
         let out = rewrite(
             text,
             &Action::Wrap(Wrapper {
-                exe: EXE.to_owned(),
+                launch: Launch::path(EXE.to_owned()),
                 max_tokens: None,
                 client: None,
             }),

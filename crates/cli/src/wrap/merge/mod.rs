@@ -138,12 +138,11 @@ pub(crate) fn entry_args(max_tokens: Option<usize>, servers: &str, record: &Reco
     args
 }
 
-/// For a merged entry (`command` the mcp-budget binary, `args` with `--merged-entries`): its
-/// record and servers file.
+/// For a merged entry (`command` the mcp-budget binary or `uvx`/`npx` running its package,
+/// `args` with `--merged-entries`): its record and servers file.
 pub(crate) fn merged_of(command: &str, args: &[String]) -> Option<(Record, String)> {
-    if !super::form::is_mcp_budget(command) || args.first().map(String::as_str) != Some("proxy") {
-        return None;
-    }
+    let proxy = super::form::proxy_at(command, args)?;
+    let args = &args[proxy..];
     let at = args.iter().position(|a| a == MERGED_ENTRIES)?;
     let record = serde_json::from_str(args.get(at + 1)?).ok()?;
     let config = args.iter().position(|a| a == "--config")?;

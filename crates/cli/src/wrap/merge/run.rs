@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 
-use super::{HEADER, Plan, entry_args, plan_merge, plan_unmerge, valid_name};
+use super::{HEADER, Plan, Record, entry_args, plan_merge, plan_unmerge, valid_name};
 use crate::wrap::client::Format;
+use crate::wrap::form::Launch;
 use crate::wrap::{Selection, Selectors, files, resolve};
 
 /// Where the servers file of the merged entry `name` for the client file `path` goes:
@@ -29,11 +30,13 @@ fn plan(
     format: &Format,
     selection: &Selection,
     name: &str,
-    exe: &str,
+    launch: &Launch,
     max_tokens: Option<usize>,
     servers: &str,
     from: &str,
 ) -> anyhow::Result<Plan> {
+    let args = |record: &Record| launch.then(entry_args(max_tokens, servers, record));
+    let exe = launch.command.as_str();
     let selects = |n: &str| selection.selects(n);
     match format {
         Format::Json(places) => super::json::with_members(text, places, &|members, entry| {
@@ -42,7 +45,7 @@ fn plan(
                 members,
                 name,
                 &selects,
-                &|first, record| entry(first, name, entry_args(max_tokens, servers, record), exe),
+                &|first, record| entry(first, name, args(record), exe),
                 from,
             )
         }),
@@ -53,9 +56,7 @@ fn plan(
                 &members,
                 name,
                 &selects,
-                &|_, record| {
-                    super::toml::entry_text(name, exe, &entry_args(max_tokens, servers, record))
-                },
+                &|_, record| super::toml::entry_text(name, exe, &args(record)),
                 from,
             )
         }
@@ -101,7 +102,7 @@ pub(crate) fn remove_servers_file(path: &str) {
 pub(crate) fn run_merge(
     selectors: &Selectors,
     name: &str,
-    exe: &str,
+    launch: &Launch,
     max_tokens: Option<usize>,
 ) -> anyhow::Result<ExitCode> {
     if !valid_name(name) {
@@ -120,7 +121,7 @@ pub(crate) fn run_merge(
         &format,
         &selection,
         name,
-        exe,
+        launch,
         max_tokens,
         servers_str,
         &path.display().to_string(),
