@@ -41,6 +41,7 @@ use super::Boundary;
 use super::call::{Shaped, banner_item};
 use super::parts::{self, Carrier};
 use super::store::Entry;
+use super::store::TREE_FACTOR;
 use super::store::entry::Prep;
 use super::structured::{self, Twin};
 use super::walk;
@@ -382,7 +383,10 @@ fn page_of_head(
 /// after page 1 (a later page or query that comes first does it itself, or waits for it).
 ///
 /// What that takes beside the text (the tree, by its estimate, and the rendering the count
-/// reads: [`Entry::reload_bytes`] + [`Entry::bytes`]) is held against the store's bound for
+/// reads: [`Entry::reload_bytes`] + [`Entry::bytes`]; at least [`TREE_FACTOR`] × the text's
+/// bytes, the store's measured cost of shaping a text: with the estimate alone, 40 results of
+/// 10.5 MB called back to back peaked at 528 MB of RSS where idle + 1.25 × 256 MiB is 381 MB,
+/// `scripts/bench_memory_fast.py`) is held against the store's bound for
 /// the thread's duration ([`super::store::Store::reserve`]): when calls come faster than
 /// their texts are parsed, the next parse waits for room (its text counted in the cache
 /// meanwhile, and spilled to disk like any other) instead of adding a tree beside the others.
@@ -391,7 +395,10 @@ fn parse_in_background(entry: &Arc<Entry>, b: &Boundary) {
     let spawned = std::thread::Builder::new()
         .name("mcp-budget-parse".into())
         .spawn(move || {
-            let bytes = entry.reload_bytes().saturating_add(entry.bytes);
+            let bytes = entry
+                .reload_bytes()
+                .saturating_add(entry.bytes)
+                .max(entry.resident().saturating_mul(TREE_FACTOR));
             let held = store.reserve(Some(&entry.id), bytes);
             let _ = entry.total_tokens(&enc);
             drop(held);
