@@ -31,7 +31,6 @@ use std::sync::Arc;
 
 use mcp_budget_core::paginate::Document;
 use mcp_budget_core::summary;
-use mcp_budget_core::tokens::Encoding;
 use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
@@ -193,8 +192,9 @@ pub(crate) fn shape_full_at(
         _ => return unshaped(result),
     };
     let rule = rule(b, tool, budget);
-    // The trees about to be parsed need room beside the cache (see `Store::make_room_for`).
-    b.store.make_room_for(
+    // The trees about to be parsed need room beside the cache (see `Store::make_room_for`),
+    // held until they are rendered and kept.
+    let held = b.store.make_room_for(
         content
             .iter()
             .filter_map(|i| i.get("text").and_then(Value::as_str))
@@ -405,6 +405,8 @@ pub(crate) fn shape_full_at(
         rule.overflow,
         rule.tables == Tables::Auto,
     );
+    // The documents are in the cache (counted there) or gone.
+    drop(held);
     args_rewrite::register(b, emitted.response_id.as_deref(), uuid_map);
     emitted.tokens += image_tokens as u64;
     let changed = emitted.mode != EmitMode::Whole
@@ -685,7 +687,7 @@ pub(crate) fn emit(
                 entry.count_total(&rendered, enc);
                 b.store.keep(entry)
             };
-            count_in_background(&entry, rendered, enc);
+            count_in_background(b, &entry, rendered);
             entry
         }
     };
@@ -785,17 +787,22 @@ pub(crate) fn emit(
 }
 
 /// Counts the exact total of `entry` from `rendered` on a thread of its own, so that page 1
-/// goes out without waiting for it (the next page waits if it is not done by then). Counted
-/// here when no thread can be started.
-fn count_in_background(entry: &Arc<Entry>, rendered: Vec<String>, enc: &Encoding) {
+/// goes out without waiting for it (the next page waits if it is not done by then); the
+/// renderings count against the cache's bound while the thread holds them
+/// ([`super::store::Store::charge`]). Counted on the next page when no thread can be started.
+fn count_in_background(b: &Boundary, entry: &Arc<Entry>, rendered: Vec<String>) {
     if entry.total_if_known().is_some() {
         return;
     }
-    let (entry, enc) = (Arc::clone(entry), enc.clone());
+    let (entry, enc, store) = (Arc::clone(entry), b.encoding.clone(), Arc::clone(&b.store));
     let spawned = std::thread::Builder::new()
         .name("mcp-budget-count".into())
         .spawn(move || {
+            let bytes = rendered.iter().map(String::capacity).sum();
+            let held = store.charge(bytes);
             entry.count_total(&rendered, &enc);
+            drop(rendered);
+            drop(held);
         });
     if let Err(e) = spawned {
         eprintln!(

@@ -41,6 +41,7 @@ use super::Boundary;
 use super::call::{Shaped, banner_item};
 use super::parts::{self, Carrier};
 use super::store::Entry;
+use super::store::TREE_FACTOR;
 use super::store::entry::Prep;
 use super::structured::{self, Twin};
 use super::walk;
@@ -378,16 +379,31 @@ fn page_of_head(
     (ends_in_head && sheet.page.next_cursor.is_some()).then_some((new, sheet))
 }
 
-/// Parses `entry`'s source text (after making room for its tree in the store) and counts its
-/// exact total on a thread of its own, right after page 1 (a later page or query that comes
-/// first does it itself, or waits for it).
+/// Parses `entry`'s source text and counts its exact total on a thread of its own, right
+/// after page 1 (a later page or query that comes first does it itself, or waits for it).
+///
+/// What that takes beside the text (the tree, by its estimate, and the rendering the count
+/// reads: [`Entry::reload_bytes`] + [`Entry::bytes`]; at least [`TREE_FACTOR`] × the text's
+/// bytes, the store's measured cost of shaping a text: with the estimate alone, 40 results of
+/// 10.5 MB called back to back peaked at 528 MB of RSS where idle + 1.25 × 256 MiB is 381 MB,
+/// `scripts/bench_memory_fast.py`) is held against the store's bound for
+/// the thread's duration ([`super::store::Store::reserve`]): when calls come faster than
+/// their texts are parsed, the next parse waits for room (its text counted in the cache
+/// meanwhile, and spilled to disk like any other) instead of adding a tree beside the others.
 fn parse_in_background(entry: &Arc<Entry>, b: &Boundary) {
     let (entry, enc, store) = (Arc::clone(entry), b.encoding.clone(), Arc::clone(&b.store));
     let spawned = std::thread::Builder::new()
         .name("mcp-budget-parse".into())
         .spawn(move || {
-            store.make_room_for(entry.resident());
+            let bytes = entry
+                .reload_bytes()
+                .saturating_add(entry.bytes)
+                .max(entry.resident().saturating_mul(TREE_FACTOR));
+            let held = store.reserve(Some(&entry.id), bytes);
             let _ = entry.total_tokens(&enc);
+            drop(held);
+            // The new tree is in the cache now: the bound applies to it at once.
+            store.fit();
         });
     if let Err(e) = spawned {
         crate::logging::warn(format_args!(

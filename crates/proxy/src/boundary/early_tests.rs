@@ -406,3 +406,54 @@ fn the_head_pages_as_the_full_path_does() {
         panic!("{e}");
     }
 }
+
+/// The parses that follow page 1 hold their memory against the cache's bound: while other
+/// work leaves no room they wait (their texts counted in the cache meanwhile), and once it
+/// ends every response pages in full (each tree larger than the bound, parsed alone), the
+/// work held goes back to nothing and the cache within its bound (issue 33).
+#[test]
+fn parses_after_page_1_wait_for_room_and_lose_nothing() {
+    let values: Vec<Value> = (0..3).map(|i| tree(3_000 + 500 * i, 4)).collect();
+    let texts: Vec<String> = values
+        .iter()
+        .map(|v| serde_json::to_string_pretty(v).unwrap())
+        .collect();
+    // Less than one tree (about ten times its compact text).
+    let bound = texts[0].len() * 2;
+    let dir = tempfile::tempdir().unwrap();
+    let b = Boundary::new(Settings {
+        max_tokens: Some(2_000),
+        cache_bytes: Some(bound),
+        cache_dir: Some(dir.path().join("cache")),
+        blob_dir: Some(dir.path().join("blobs")),
+        ..Settings::default()
+    })
+    .unwrap();
+    let s = b.store.memory().unwrap();
+    // Other work holding more than the bound (the parse of a larger result).
+    let other = s.reserve(None, 2 * bound);
+    let firsts: Vec<Value> = texts
+        .iter()
+        .map(|t| {
+            let mut r = result_of(t);
+            early::shape(&b, "t", &mut r, 0).expect("taken").result
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(
+        s.work_held(),
+        other.bytes(),
+        "a parse was admitted beside work that leaves no room"
+    );
+    drop(other);
+    for (first, v) in firsts.iter().zip(&values) {
+        assert_eq!(&reassembled(first, &pages(&b, first)), v);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while s.work_held() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(s.work_held(), 0, "the parses let their work go");
+    s.sweep();
+    assert!(s.resident() <= bound, "{} > {bound}", s.resident());
+}

@@ -572,8 +572,12 @@ impl Entry {
         if let Some(tree) = &body.tree {
             return Ok((Arc::clone(tree), false));
         }
-        let texts = read_texts(&body)?;
-        let mut docs = self.parse(texts)?;
+        // Parsed from the text in place (a copy of it would be memory the cache does not
+        // count, for as long as the parse takes).
+        let mut docs = match &body.text {
+            Some(texts) => self.parse_in_place(texts)?,
+            None => self.parse(read_texts(&body)?)?,
+        };
         let prepped = body.prep.take().map(|prep| (prep.0)(&mut docs)).is_some();
         let scan = scan_docs(&docs, self.precision);
         if prepped {
@@ -722,6 +726,26 @@ impl Entry {
             remote: None,
             first_page: None,
         })
+    }
+
+    /// Documents from their exact texts, read in place (text documents copied).
+    fn parse_in_place(&self, texts: &[String]) -> Result<Vec<Document>, LoadError> {
+        if texts.len() != self.json.len() {
+            return Err(LoadError::Damaged);
+        }
+        texts
+            .iter()
+            .zip(&self.json)
+            .map(|(t, &json)| {
+                if json {
+                    serde_json::from_str(t)
+                        .map(Document::Json)
+                        .map_err(|_| LoadError::Damaged)
+                } else {
+                    Ok(Document::Text(t.clone()))
+                }
+            })
+            .collect()
     }
 
     /// Documents from their exact texts.

@@ -21,6 +21,12 @@
 //! result, [`Store::make_room_for`] pushes content out so that the parsed result fits beside
 //! the cache within the bound.
 //!
+//! Memory that work on results holds outside the entries (a tree being parsed, renderings a
+//! counting thread holds, a result being shaped) counts against the same bound ([`work`]):
+//! making room counts it beside the entries, and new work waits while the cache and the work
+//! held would pass the bound ([`Store::reserve`]), so memory follows the bound whatever the
+//! rate of calls.
+//!
 //! Ids of responses that were dropped (TTL or bound) are remembered (the last
 //! [`TOMBSTONES`]) so that a stale cursor is reported as `expired`, not `unknown`.
 
@@ -40,11 +46,14 @@ pub(crate) mod entry;
 pub(crate) mod remote;
 pub(crate) mod responses;
 pub(crate) mod spill;
+pub(crate) mod work;
 
 use entry::Demoted;
 pub(crate) use entry::Entry;
 pub(crate) use entry::Total;
 use spill::SpillDir;
+pub(crate) use work::Held;
+use work::Work;
 
 /// How many dropped ids are remembered to tell `expired` from `unknown`.
 pub(crate) const TOMBSTONES: usize = 65_536;
@@ -187,6 +196,8 @@ struct Shared {
     spill: SpillDir,
     /// Bytes freed since memory was last handed back to the system.
     released: AtomicUsize,
+    /// Bytes work in progress holds outside the entries.
+    work: Arc<Work>,
 }
 
 /// Cached responses by id.
@@ -206,6 +217,7 @@ impl std::fmt::Debug for Store {
         f.debug_struct("Store")
             .field("entries", &entries)
             .field("resident", &resident)
+            .field("work", &self.shared.work.held())
             .field("on_disk", &on_disk)
             .field("bound", &self.shared.bound)
             .field("ttl", &self.shared.ttl)
@@ -232,6 +244,7 @@ impl Store {
                 ttl,
                 spill: SpillDir::new(spill_base),
                 released: AtomicUsize::new(0),
+                work: Arc::new(Work::default()),
             }),
         }
     }
@@ -337,12 +350,17 @@ impl Store {
         };
         self.shared.release(dropped);
         let entry = found?;
-        if !entry.has_tree() {
-            // Room first: the tree about to be parsed must fit beside the cache.
-            self.shared.make_room(Some(id), entry.reload_bytes());
-        }
+        // Room first: the tree about to be parsed must fit beside the cache and the work in
+        // progress (this waits while it does not).
+        let held = if entry.has_tree() {
+            Held::none()
+        } else {
+            self.reserve(Some(id), entry.reload_bytes())
+        };
         // Parsing happens outside the store's lock: other requests go on meanwhile.
-        match entry.load() {
+        let loaded = entry.load();
+        drop(held);
+        match loaded {
             Ok(true) => self.shared.make_room(Some(id), 0),
             Ok(false) => {}
             Err(e) => {
@@ -360,14 +378,53 @@ impl Store {
         Ok(entry)
     }
 
-    /// Makes room before shaping a result of `text_bytes` bytes of text: pushes content out
-    /// of memory until the cache plus [`TREE_FACTOR`] × `text_bytes` (what parsing it takes)
-    /// fits the bound. Results under [`MAKE_ROOM_MIN_BYTES`] do not bother.
-    pub(crate) fn make_room_for(&self, text_bytes: usize) {
-        if text_bytes >= MAKE_ROOM_MIN_BYTES {
-            self.shared
-                .make_room(None, text_bytes.saturating_mul(TREE_FACTOR));
+    /// Makes room before shaping a result of `text_bytes` bytes of text: holds
+    /// [`TREE_FACTOR`] × `text_bytes` (what parsing it takes) as work ([`Store::reserve`]:
+    /// content pushed out of memory until it fits beside the cache, waiting while other work
+    /// does not let it), for as long as the caller keeps the [`Held`]. Results under
+    /// [`MAKE_ROOM_MIN_BYTES`] hold nothing.
+    pub(crate) fn make_room_for(&self, text_bytes: usize) -> Held {
+        if text_bytes < MAKE_ROOM_MIN_BYTES {
+            return Held::none();
         }
+        self.reserve(None, text_bytes.saturating_mul(TREE_FACTOR))
+    }
+
+    /// Holds `bytes` of memory for work about to take it (a tree to parse and what counting it
+    /// takes), against the bound: pushes content out of memory (least recently used first,
+    /// `keep` left alone) until the cache, the work already held and `bytes` fit the bound,
+    /// waiting while they do not (for other work to end, rechecked every few tens of
+    /// milliseconds). Admitted at once when no other work is held, whatever `bytes` (a result
+    /// larger than the bound is worked on alone), or when this thread already holds work.
+    pub(crate) fn reserve(&self, keep: Option<&str>, bytes: usize) -> Held {
+        let shared = &self.shared;
+        let held = shared.work.admit(bytes, |_| {
+            shared.make_room(keep, bytes);
+            shared.fits(bytes)
+        });
+        // Counted now: room for it beside the cache (a no-op when made above).
+        shared.make_room(keep, 0);
+        held
+    }
+
+    /// Counts `bytes` of memory work has already taken (renderings a counting thread holds)
+    /// against the bound until the [`Held`] is dropped, pushing content out to fit.
+    pub(crate) fn charge(&self, bytes: usize) -> Held {
+        let held = self.shared.work.charge(bytes);
+        self.shared.make_room(None, 0);
+        held
+    }
+
+    /// Applies the bound now (what the sweeper does within [`SWEEP_EVERY`]), the entry in use
+    /// too: after work ends with a new tree in the cache.
+    pub(crate) fn fit(&self) {
+        self.shared.make_room(None, 0);
+    }
+
+    /// Bytes work in progress holds now.
+    #[cfg(test)]
+    pub(crate) fn work_held(&self) -> usize {
+        self.shared.work.held()
     }
 
     /// Removes the spill directory and its files (at exit; the entries stay readable only
@@ -421,8 +478,17 @@ enum Step {
 }
 
 impl Shared {
-    /// Pushes content out of memory, least recently used first, until the resident bytes plus
-    /// `reserve` fit the bound (`keep`, the entry in use, is left alone, and so is an entry
+    /// Whether the resident bytes, the work held and `more` fit the bound.
+    fn fits(&self, more: usize) -> bool {
+        let resident = self.inner.lock().map(|i| i.resident()).unwrap_or(0);
+        resident
+            .saturating_add(self.work.held())
+            .saturating_add(more)
+            <= self.bound
+    }
+
+    /// Pushes content out of memory, least recently used first, until the resident bytes, the
+    /// work held ([`work`]) and `reserve` fit the bound (`keep`, the entry in use, is left alone, and so is an entry
     /// whose tree another thread is loading: the call does not wait for a load it sees), then
     /// drops spilled entries past the disk bound.
     fn make_room(&self, keep: Option<&str>, reserve: usize) {
@@ -434,6 +500,7 @@ impl Shared {
         // Each step frees an entry's tree or text; concurrent loads may undo some, so the
         // loop is bounded rather than trusted to converge.
         for _ in 0..4096 {
+            let reserve = reserve.saturating_add(self.work.held());
             let step = {
                 let Ok(inner) = self.inner.lock() else {
                     break;

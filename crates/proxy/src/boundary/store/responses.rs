@@ -12,7 +12,7 @@ use std::sync::Arc;
 use mcp_budget_core::wire::CursorFault;
 
 use super::remote::{self, Miss, Put, RemoteConfig, RemoteStore};
-use super::{Entry, Store};
+use super::{Entry, Held, Store};
 use crate::config::{ConfigError, Settings};
 
 /// Where the boundary keeps shaped responses for `read_more` and `query_response`.
@@ -21,9 +21,19 @@ pub(crate) trait ResponseStore: Send + Sync + fmt::Debug {
     /// content) or 24 (shared: 96 random bits).
     fn id_len(&self) -> usize;
 
-    /// Makes room in memory before shaping a result of `text_bytes` bytes
-    /// ([`Store::make_room_for`]).
-    fn make_room_for(&self, text_bytes: usize);
+    /// Makes room in memory before shaping a result of `text_bytes` bytes of text, held as work
+    /// until the [`Held`] is dropped ([`Store::make_room_for`]; may wait for other work).
+    fn make_room_for(&self, text_bytes: usize) -> Held;
+
+    /// Holds `bytes` of memory for work about to take it, against the memory bound, waiting
+    /// while it does not fit ([`Store::reserve`]; `keep`: the id not to push out).
+    fn reserve(&self, keep: Option<&str>, bytes: usize) -> Held;
+
+    /// Counts `bytes` work has already taken against the memory bound ([`Store::charge`]).
+    fn charge(&self, bytes: usize) -> Held;
+
+    /// Applies the memory bound now ([`Store::fit`]).
+    fn fit(&self);
 
     /// Where a response just shaped by `principal` goes: `Ok` with the entry already kept
     /// for this very response (the memory store: the id derived from `seed`, the content,
@@ -72,8 +82,20 @@ impl ResponseStore for Store {
         12
     }
 
-    fn make_room_for(&self, text_bytes: usize) {
-        Store::make_room_for(self, text_bytes);
+    fn make_room_for(&self, text_bytes: usize) -> Held {
+        Store::make_room_for(self, text_bytes)
+    }
+
+    fn reserve(&self, keep: Option<&str>, bytes: usize) -> Held {
+        Store::reserve(self, keep, bytes)
+    }
+
+    fn charge(&self, bytes: usize) -> Held {
+        Store::charge(self, bytes)
+    }
+
+    fn fit(&self) {
+        Store::fit(self);
     }
 
     fn find_or_id(
@@ -147,8 +169,20 @@ impl ResponseStore for Shared {
         remote::ID_HEX
     }
 
-    fn make_room_for(&self, text_bytes: usize) {
-        self.local.make_room_for(text_bytes);
+    fn make_room_for(&self, text_bytes: usize) -> Held {
+        self.local.make_room_for(text_bytes)
+    }
+
+    fn reserve(&self, keep: Option<&str>, bytes: usize) -> Held {
+        self.local.reserve(keep, bytes)
+    }
+
+    fn charge(&self, bytes: usize) -> Held {
+        self.local.charge(bytes)
+    }
+
+    fn fit(&self) {
+        self.local.fit();
     }
 
     fn find_or_id(

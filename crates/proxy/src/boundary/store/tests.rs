@@ -294,14 +294,19 @@ fn make_room_for_pushes_trees_out_before_a_big_result() {
     let b = json_entry(&s, 2, 3000);
     s.insert(Arc::clone(&a));
     s.insert(Arc::clone(&b));
-    s.make_room_for(MAKE_ROOM_MIN_BYTES - 1);
+    let small = s.make_room_for(MAKE_ROOM_MIN_BYTES - 1);
     assert!(a.has_tree() && b.has_tree(), "small results do not bother");
+    assert_eq!((small.bytes(), s.work_held()), (0, 0));
     // Room for 2.5 trees' worth of parsing: the older tree must go.
     let text = 5 * tree / 2 / TREE_FACTOR;
     assert!(text >= MAKE_ROOM_MIN_BYTES);
-    s.make_room_for(text);
+    let held = s.make_room_for(text);
     assert!(!a.has_tree() && b.has_tree());
     assert!(s.resident() + text * TREE_FACTOR <= 4 * tree);
+    // Held until the shaping ends: counted when the cache makes room meanwhile.
+    assert_eq!(s.work_held(), text * TREE_FACTOR);
+    drop(held);
+    assert_eq!(s.work_held(), 0);
 }
 
 #[test]
@@ -364,8 +369,9 @@ fn returns_while_held(s: &Arc<Store>, text: usize) -> bool {
     let (done, finished) = std::sync::mpsc::channel();
     let other = Arc::clone(s);
     let maker = std::thread::spawn(move || {
-        other.make_room_for(text);
+        let held = other.make_room_for(text);
         let _ = done.send(());
+        drop(held);
     });
     let returned = finished.recv_timeout(Duration::from_secs(30)).is_ok();
     if returned {
@@ -465,4 +471,103 @@ fn cursors_parse_strictly() {
     ] {
         assert_eq!(parse_cursor(bad), Err(CursorFault::Malformed), "{bad}");
     }
+}
+
+/// Work held (a parse, a count) counts when the store makes room, and more work that would
+/// pass the bound beside it waits until it ends (issue 33).
+#[test]
+fn work_counts_against_the_bound_and_waits_for_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, tree) = four_trees(&dir);
+    let a = json_entry(&s, 1, 3000);
+    let b = json_entry(&s, 2, 3000);
+    s.insert(Arc::clone(&a));
+    s.insert(Arc::clone(&b));
+    // Three trees' worth of work: the older tree goes to make room beside it.
+    let first = s.reserve(None, 3 * tree);
+    assert_eq!(s.work_held(), 3 * tree);
+    assert!(!a.has_tree());
+    assert!(s.resident() + s.work_held() <= 4 * tree);
+    // The sweeper counts it too: the tree of `b`, the entry in use, goes.
+    s.sweep();
+    assert!(!b.has_tree());
+    assert!(s.resident() + s.work_held() <= 4 * tree);
+    // Two more trees' worth cannot fit beside the first: admitted only once it ends.
+    let (done, admitted) = std::sync::mpsc::channel();
+    let other = Arc::clone(&s);
+    let waiter = std::thread::spawn(move || {
+        let held = other.reserve(None, 2 * tree);
+        let _ = done.send(other.resident() + other.work_held());
+        drop(held);
+    });
+    assert!(
+        admitted.recv_timeout(Duration::from_millis(200)).is_err(),
+        "admitted beside work that leaves no room"
+    );
+    drop(first);
+    let seen = admitted
+        .recv_timeout(Duration::from_secs(30))
+        .expect("admitted once the first work ended");
+    assert!(seen <= 4 * tree, "{seen} > {}", 4 * tree);
+    waiter.join().unwrap();
+    assert_eq!(s.work_held(), 0);
+}
+
+/// Work larger than the whole bound is admitted when no other work is held (a single large
+/// result still works), and work nested in it (a reload the same thread does) is counted,
+/// not waited for: it would wait for itself.
+#[test]
+fn work_larger_than_the_bound_goes_alone_and_nested_work_does_not_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, tree) = four_trees(&dir);
+    let a = json_entry(&s, 1, 3000);
+    s.insert(Arc::clone(&a));
+    s.push_out_all();
+    assert!(s.on_disk() > 0 && !a.has_tree());
+    let big = s.reserve(None, 10 * tree);
+    assert_eq!(s.work_held(), 10 * tree);
+    let got = s.get(&a.id).expect("read back from its spill file");
+    assert!(got.has_tree());
+    assert_eq!(
+        s.work_held(),
+        10 * tree,
+        "the reload's work is let go after it"
+    );
+    drop(big);
+    assert_eq!(s.work_held(), 0);
+    // Charged work (memory already taken) is counted at once, beside anything.
+    let c = s.charge(5 * tree);
+    let d = s.charge(5 * tree);
+    assert_eq!(s.work_held(), 10 * tree);
+    drop((c, d));
+    assert_eq!(s.work_held(), 0);
+}
+
+/// However many threads ask at once, the work admitted beside the cache stays within the
+/// bound (each piece fitting alone).
+#[test]
+fn concurrent_work_stays_within_the_bound() {
+    use std::sync::atomic::AtomicUsize;
+    let dir = tempfile::tempdir().unwrap();
+    let s = Arc::new(store(100_000, &dir));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let (s, peak) = (Arc::clone(&s), Arc::clone(&peak));
+            std::thread::spawn(move || {
+                for _ in 0..50 {
+                    let held = s.reserve(None, 30_000);
+                    peak.fetch_max(s.work_held(), Ordering::SeqCst);
+                    std::thread::yield_now();
+                    drop(held);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let peak = peak.load(Ordering::SeqCst);
+    assert!((30_000..=90_000).contains(&peak), "{peak}");
+    assert_eq!(s.work_held(), 0);
 }
