@@ -430,13 +430,18 @@ fn family_screenshots(f: &Family) {
             assert!(d.is_empty(), "{} {sw}x{sh}: kept as it came: {r}", f.client);
         } else {
             assert_eq!(d.len(), 1, "{} {sw}x{sh}: {r}", f.client);
-            assert_eq!((d[0]["width"].as_u64(), d[0]["height"].as_u64()), (Some(sw), Some(sh)));
+            assert_eq!(
+                (d[0]["width"].as_u64(), d[0]["height"].as_u64()),
+                (Some(sw), Some(sh))
+            );
             let full = std::fs::read(d[0]["path"].as_str().unwrap()).unwrap();
             assert_eq!(blob::image_pixels(&full), Some((sw as u32, sh as u32)));
         }
         // The text is whole: nothing paged away to make room for the image.
         assert!(
-            r.get("_meta").and_then(|m| m.get("mcp-budget/page")).is_none(),
+            r.get("_meta")
+                .and_then(|m| m.get("mcp-budget/page"))
+                .is_none(),
             "{} {sw}x{sh}: {r}",
             f.client
         );
@@ -468,7 +473,11 @@ fn family_screenshots(f: &Family) {
     }
     let total = tokens_with_images(&r, f.cost);
     // Claude Code refuses a result over its 25,000-token MAX_MCP_OUTPUT_TOKENS.
-    let cap = if f.client == "claude-code" { 25_000 } else { 60_000 };
+    let cap = if f.client == "claude-code" {
+        25_000
+    } else {
+        60_000
+    };
     assert!(total <= cap, "{}: {total}", f.client);
     eprintln!("measured: {} 25 x 4000x3000 -> {total} tokens", f.client);
 }
@@ -501,7 +510,12 @@ fn image_keys_override_the_profile() {
     assert_eq!(pixels(images(&r)[0]).0, 800, "{r}");
     assert_eq!(pixels(images(&r)[0]).1, 600);
     // The tool's own keys: Anthropic's rule, no cap below it.
-    let r = call(&mut proxy, 2, "image", json!({"width": 3000, "height": 1500}));
+    let r = call(
+        &mut proxy,
+        2,
+        "image",
+        json!({"width": 3000, "height": 1500}),
+    );
     let (w, h, _) = pixels(images(&r)[0]);
     assert_eq!((w, h), (1549, 774), "{r}");
 }

@@ -216,7 +216,10 @@ mod tests {
     #[test]
     fn anthropic_counts_what_its_api_keeps() {
         // The guide's table: 1092×1092 ≈ 1590 tokens, within both limits.
-        assert_eq!(ImageCost::Anthropic.effective_size(1092, 1092), (1092, 1092));
+        assert_eq!(
+            ImageCost::Anthropic.effective_size(1092, 1092),
+            (1092, 1092)
+        );
         assert_eq!(ImageCost::Anthropic.tokens(1092, 1092), 1590);
         assert_eq!(ImageCost::Anthropic.tokens(750, 1), 1);
         assert_eq!(ImageCost::Anthropic.tokens(751, 1), 2);
@@ -226,7 +229,10 @@ mod tests {
         assert_eq!((w, h), (1264, 948));
         assert_eq!(ImageCost::Anthropic.tokens(4000, 3000), 1598);
         // A tall full-page screenshot: the area binds before the long edge does.
-        assert_eq!(ImageCost::Anthropic.effective_size(8000, 14438), (815, 1471));
+        assert_eq!(
+            ImageCost::Anthropic.effective_size(8000, 14438),
+            (815, 1471)
+        );
         assert_eq!(ImageCost::Anthropic.tokens(8000, 14438), 1599);
         // A long strip: the long edge binds.
         assert_eq!(ImageCost::Anthropic.effective_size(4000, 200), (1568, 78));
@@ -270,7 +276,10 @@ mod tests {
         assert_eq!(w, 1108);
         assert_eq!(fit_side(4000, 3000, 0), (4000, 3000));
         assert_eq!(fit_side(1, 100_000, 2000), (1, 2000));
-        assert_eq!(send_size(ImageCost::Gemini, 8000, 14438, 2000), (1108, 2000));
+        assert_eq!(
+            send_size(ImageCost::Gemini, 8000, 14438, 2000),
+            (1108, 2000)
+        );
         assert_eq!(send_size(ImageCost::OpenAi, 8000, 14438, 2000), (768, 1386));
     }
 

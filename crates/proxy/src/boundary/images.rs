@@ -418,12 +418,7 @@ fn downscale(
     // The header said one size, the pixels another: go by the pixels.
     let (width, height) =
         if (u64::from(img.width()), u64::from(img.height())) != (c.width, c.height) {
-            let (w, h) = vision::send_size(
-                cost,
-                img.width().into(),
-                img.height().into(),
-                max_side,
-            );
+            let (w, h) = vision::send_size(cost, img.width().into(), img.height().into(), max_side);
             target_size(w, h, share, cost).ok_or(CopyError::NoRoom(share))?
         } else {
             (width, height)
@@ -638,7 +633,10 @@ mod tests {
         );
         assert!((w as f64 / h as f64 - 4.0 / 3.0).abs() < 0.01);
         // Already within its cost: unchanged.
-        assert_eq!(target_size(4000, 3000, 1_598, ImageCost::Anthropic), Some((4000, 3000)));
+        assert_eq!(
+            target_size(4000, 3000, 1_598, ImageCost::Anthropic),
+            Some((4000, 3000))
+        );
         assert_eq!(target_size(64, 48, 5, ImageCost::Anthropic), Some((64, 48)));
         assert_eq!(target_size(4000, 3000, 0, ImageCost::Anthropic), None);
         assert_eq!(target_size(4000, 3000, 200, ImageCost::OpenAi), None);

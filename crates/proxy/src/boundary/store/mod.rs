@@ -355,7 +355,12 @@ impl Store {
         let held = if entry.has_tree() {
             Held::none()
         } else {
-            self.reserve(Some(id), entry.reload_bytes())
+            // The tree's last estimate can be short of what the parse takes at its peak:
+            // at least TREE_FACTOR × the text, as the parse after page 1 holds.
+            let need = entry
+                .reload_bytes()
+                .max(entry.on_disk().saturating_mul(TREE_FACTOR));
+            self.reserve(Some(id), need)
         };
         // Parsing happens outside the store's lock: other requests go on meanwhile.
         let loaded = entry.load();
