@@ -32,6 +32,8 @@ mod boundary_visible_props;
 mod boundary_wire_props;
 #[path = "config_reference.rs"]
 mod config_reference;
+#[path = "import_graph.rs"]
+mod import_graph;
 #[path = "relay_bytes.rs"]
 mod relay_bytes;
 #[path = "relay_http.rs"]
