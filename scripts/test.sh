@@ -64,7 +64,7 @@ if [ -x tests/packaging/run.sh ]; then
   # The release build needs ~2 GB of disk beside the debug one; a linker that runs out of disk
   # dies of SIGBUS, so say what is free, and give back the incremental caches when it is short.
   df -h target >&2 || true
-  avail_kib="$(df -Pk target | awk 'NR == 2 { print $4 }')"
+  avail_kib="$(df -Pk target 2>/dev/null | awk 'NR == 2 { print $4 }' || true)"
   if [ -n "$avail_kib" ] && [ "$avail_kib" -lt $((5 * 1024 * 1024)) ]; then
     echo "test.sh: under 5 GiB free: removing target/*/incremental before the release build" >&2
     rm -rf target/debug/incremental target/release/incremental

@@ -62,11 +62,12 @@ fn walk_module(c: &mut Crate, src: &Path, rel: &Path, path: Vec<String>) {
     let code = strip(&text);
     let (children, test_only) = declared_modules(&code);
     let code = without_inline_test_modules(&code);
+    let kept: Vec<String> = children
+        .into_iter()
+        .filter(|ch| !test_only.contains(ch))
+        .collect();
     let dir = child_dir(rel);
-    for child in &children {
-        if test_only.contains(child) {
-            continue;
-        }
+    for child in &kept {
         let as_file = dir.join(format!("{child}.rs"));
         let as_dir = dir.join(child).join("mod.rs");
         let file = if src.join(&as_file).exists() {
@@ -80,10 +81,6 @@ fn walk_module(c: &mut Crate, src: &Path, rel: &Path, path: Vec<String>) {
         p.push(child.clone());
         walk_module(c, src, &file, p);
     }
-    let kept: Vec<String> = children
-        .into_iter()
-        .filter(|ch| !test_only.contains(ch))
-        .collect();
     c.children.insert(rel.to_path_buf(), kept);
     c.modules.insert(path, rel.to_path_buf());
     c.code.insert(rel.to_path_buf(), code);
@@ -354,9 +351,7 @@ fn path_tail(
                             if word != "self" {
                                 p.push(word);
                             }
-                            i = path_tail(chars, i, p, found);
-                            // `as name`
-                            i = skip_ws(chars, i);
+                            i = skip_as(chars, path_tail(chars, i, p, found));
                         }
                         Some('*') => {
                             found.push(path.clone());
@@ -383,6 +378,23 @@ fn path_tail(
             }
         }
     }
+}
+
+/// The index after `as name` at `i` (after spaces), or after the spaces when there is none
+/// (`use a::{b as c, d}`: `c` names no module).
+fn skip_as(chars: &[char], i: usize) -> usize {
+    let i = skip_ws(chars, i);
+    let is_as = chars.get(i) == Some(&'a')
+        && chars.get(i + 1) == Some(&'s')
+        && chars.get(i + 2).is_some_and(|c| c.is_whitespace());
+    if !is_as {
+        return i;
+    }
+    let mut j = skip_ws(chars, i + 2);
+    while j < chars.len() && is_ident(chars[j]) {
+        j += 1;
+    }
+    skip_ws(chars, j)
 }
 
 /// The edges of one crate: file → files it names.
@@ -562,7 +574,7 @@ fn scanner_finds_the_edges_and_the_circle() {
     );
     write(
         "a/c.rs",
-        "use super::{super::b::{self, Q}, D};\npub struct X;\n",
+        "use super::{super::b::{self, Q}, D};\nuse crate::{b as bee};\npub struct X;\n",
     );
     write(
         "b.rs",
