@@ -15,14 +15,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Files in the largest circle of any crate today: 43 in `crates/proxy` (the boundary, where
-/// every stage adds methods to the one `Boundary` and calls its siblings, joined to the relay
-/// and jq by `config`, which reaches up into `boundary`, `relay` and `jq`). Issue 35's goal is 2.
-const LARGEST_CIRCLE: usize = 43;
+/// Files in the largest circle of any crate today: 21 in `crates/proxy`, the boundary, where
+/// every stage adds methods to the one `Boundary` and calls its siblings (43 before `config`
+/// became plain data: it reached up into `boundary`, `relay` and `jq` and joined them).
+/// Issue 35's goal is 2.
+const LARGEST_CIRCLE: usize = 21;
 
-/// Files in circles of more than one file, all crates together, today (core 19, proxy 51,
-/// fixture 3, the binary 13).
-const FILES_IN_CIRCLES: usize = 86;
+/// Files in circles of more than one file, all crates together, today (core 19, proxy 47:
+/// boundary 21, relay 15, mux 4, serve 4, jq 3; fixture 3, the binary 13).
+const FILES_IN_CIRCLES: usize = 82;
 
 /// One crate's files: module path (segments under the crate root) → file, relative to `src`.
 struct Crate {

@@ -92,7 +92,7 @@ impl OAuthArgs {
     ) -> mcp_budget_proxy::relay::oauth::OAuthOptions {
         let mut options = mcp_budget_proxy::relay::oauth::OAuthOptions::new();
         if let Some(file) = file {
-            options = file.apply(options);
+            options = options.with_file(file);
         }
         let flags = mcp_budget_proxy::config::FileOAuth {
             client_id: self.oauth_client_id.clone(),
@@ -102,7 +102,7 @@ impl OAuthArgs {
             scope: self.oauth_scope.clone(),
             redirect_port: None,
         };
-        let mut options = flags.apply(options);
+        let mut options = options.with_file(&flags);
         if self.oauth_redirect_port.is_some() {
             options.redirect_port = self.oauth_redirect_port;
         }

@@ -133,14 +133,14 @@ pub use store::responses::StoreHandle;
 use walk::ToolNames;
 
 /// Deadline of one command of the shared store (and of connecting to it): 2 s.
-pub const STORE_TIMEOUT: std::time::Duration = store::remote::DEFAULT_TIMEOUT;
+pub const STORE_TIMEOUT: std::time::Duration = crate::config::DEFAULT_STORE_TIMEOUT;
 
 /// The largest compressed response the shared store writes: 32 MiB (larger ones stay in the
 /// memory of the replica that made them).
-pub const STORE_MAX_ENTRY_BYTES: usize = store::remote::DEFAULT_MAX_ENTRY_BYTES;
+pub const STORE_MAX_ENTRY_BYTES: usize = crate::config::DEFAULT_STORE_MAX_ENTRY_BYTES;
 
 /// Bound of each replica's cache of parsed responses read from the shared store: 64 MiB.
-pub const STORE_CACHE_BYTES: usize = store::remote::cache::DEFAULT_CACHE_BYTES;
+pub const STORE_CACHE_BYTES: usize = crate::config::DEFAULT_STORE_CACHE_BYTES;
 
 /// What `tools/list` told about the upstream tools.
 #[derive(Debug, Default)]

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::ToolsList;
+use super::tools_list::ToolsList;
 
 /// The separator between a server's name and its tool or prompt names when `[mux]` does not
 /// give one: `fs__read_file`.
@@ -54,7 +54,7 @@ pub struct ServerEntry {
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     /// `[servers.<name>.oauth]`: how to sign in to it when it asks.
-    pub oauth: Option<super::FileOAuth>,
+    pub oauth: Option<super::oauth::FileOAuth>,
     /// `[servers.<name>.tools_list]`: allow/deny globs (matched against the server's own,
     /// unprefixed tool names) and compaction for this server's tools; absent: the global
     /// `[tools_list]` applies to it. Its `mode` and `pinned` are not used: deferral is

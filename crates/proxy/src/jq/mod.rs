@@ -38,14 +38,10 @@ pub(crate) const MAX_OUTPUTS: usize = 100_000;
 /// run: 256 MiB, the default bound on one line.
 pub(crate) const MAX_OUTPUT_BYTES: usize = 256 * 1024 * 1024;
 
-/// The built-in deadline of one filter run: 10 s.
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10);
-
-/// The built-in number of jq worker processes that may be alive at once.
-pub const DEFAULT_WORKERS: usize = 2;
-
-/// The built-in memory bound of one jq worker process: 1 GiB of address space (RLIMIT_AS).
-pub const DEFAULT_MEMORY_BYTES: u64 = 1024 * 1024 * 1024;
+pub use crate::config::{
+    DEFAULT_JQ_DEADLINE as DEFAULT_DEADLINE, DEFAULT_JQ_MEMORY_BYTES as DEFAULT_MEMORY_BYTES,
+    DEFAULT_JQ_WORKERS as DEFAULT_WORKERS, JqLimits,
+};
 
 /// While this many in-process runs given up on are still going, new in-process runs are
 /// refused ([`JqError::Overloaded`]).
@@ -124,28 +120,6 @@ fn secs(d: Duration) -> String {
         format!("{}", d.as_secs())
     } else {
         format!("{:.1}", d.as_secs_f64())
-    }
-}
-
-/// Limits of `query_response` filter runs (see [`crate::config::Settings::jq_limits`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct JqLimits {
-    /// At most this many worker processes alive at once (at least 1).
-    pub workers: usize,
-    /// Address-space bound of one worker, in bytes (RLIMIT_AS).
-    pub memory_bytes: u64,
-    /// Wall-clock deadline of one run (the worker is killed then); also the longest wait
-    /// for a free worker.
-    pub deadline: Duration,
-}
-
-impl Default for JqLimits {
-    fn default() -> JqLimits {
-        JqLimits {
-            workers: DEFAULT_WORKERS,
-            memory_bytes: DEFAULT_MEMORY_BYTES,
-            deadline: DEFAULT_DEADLINE,
-        }
     }
 }
 

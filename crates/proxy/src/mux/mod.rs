@@ -145,7 +145,7 @@ pub fn servers_from_config(
                     h.set_header(k, v).map_err(http)?;
                 }
                 if let Some(oauth) = &entry.oauth {
-                    h.set_oauth(oauth.apply(h.oauth().clone()));
+                    h.set_oauth(h.oauth().clone().with_file(oauth));
                 }
                 Upstream::Http(h)
             }

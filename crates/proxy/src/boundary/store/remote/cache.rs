@@ -23,9 +23,6 @@ use std::sync::{Arc, Mutex};
 
 use super::super::Entry;
 
-/// The built-in bound of the replica cache: 64 MiB of parsed responses.
-pub(crate) const DEFAULT_CACHE_BYTES: usize = 64 << 20;
-
 #[derive(Debug)]
 struct Slot {
     entry: Arc<Entry>,

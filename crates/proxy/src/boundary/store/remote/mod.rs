@@ -20,7 +20,7 @@
 //!
 //! Both keys get the store's TTL (the memory store's default, one hour) from their last use:
 //! every read refreshes them (`PEXPIRE`). A body larger than `max_entry_bytes` compressed
-//! ([`DEFAULT_MAX_ENTRY_BYTES`], 32 MiB) is not written; such a response, one whose tree cannot
+//! ([`crate::config::DEFAULT_STORE_MAX_ENTRY_BYTES`], 32 MiB) is not written; such a response, one whose tree cannot
 //! be read back from text, and one that could not be written (Redis down) is kept in this
 //! process's memory store instead, where only this replica reads it (with a warning on
 //! stderr).
@@ -34,7 +34,7 @@
 //!
 //! # Faults
 //!
-//! Every command has a deadline (`timeout`, [`DEFAULT_TIMEOUT`]); the connection manager
+//! Every command has a deadline (`timeout`, [`crate::config::DEFAULT_STORE_TIMEOUT`]); the connection manager
 //! reconnects after Redis restarts. A cursor whose hash is gone (flushed, restarted without
 //! persistence, evicted, expired) is `expired` or `unknown`; Redis unreachable makes
 //! [`RemoteStore::open`] fail and later lookups answer [`Miss::Unavailable`].
@@ -51,12 +51,6 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use sha2::{Digest, Sha256};
 
 use super::{Entry, PageBook};
-
-/// Deadline of one Redis command (and of connecting): 2 s.
-pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The largest body written to Redis, compressed: 32 MiB.
-pub(crate) const DEFAULT_MAX_ENTRY_BYTES: usize = 32 << 20;
 
 /// A body decompresses to at most this many times `max_entry_bytes` (a guard against a
 /// damaged or hostile value).

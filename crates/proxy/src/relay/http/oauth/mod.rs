@@ -34,6 +34,7 @@ use http::header::HeaderMap;
 use url::Url;
 
 use super::super::log;
+use crate::config::FileOAuth;
 
 pub(crate) mod challenge;
 mod discovery;
@@ -88,6 +89,27 @@ impl OAuthOptions {
             autoapprove: std::env::var(AUTOAPPROVE_ENV).is_ok_and(|v| v.trim() == "1"),
             ..OAuthOptions::default()
         }
+    }
+}
+
+impl OAuthOptions {
+    /// These options with the keys that `file` (`[upstream.oauth]`, `[servers.<name>.oauth]`)
+    /// sets put over them; keys it leaves out keep their value here.
+    pub fn with_file(mut self, file: &FileOAuth) -> OAuthOptions {
+        let set = |slot: &mut Option<String>, value: &Option<String>| {
+            if value.is_some() {
+                slot.clone_from(value);
+            }
+        };
+        set(&mut self.client_id, &file.client_id);
+        set(&mut self.client_secret, &file.client_secret);
+        set(&mut self.private_key, &file.private_key);
+        set(&mut self.client_metadata_url, &file.client_metadata_url);
+        set(&mut self.scope, &file.scope);
+        if file.redirect_port.is_some() {
+            self.redirect_port = file.redirect_port;
+        }
+        self
     }
 }
 
