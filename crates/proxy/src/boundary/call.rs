@@ -37,10 +37,12 @@ use serde_json::{Map, Value, json};
 use super::Boundary;
 use super::args_rewrite;
 use super::images;
-use super::parts::{self, Carrier};
+use super::model::Carrier;
+use super::model::ToolNames;
+use super::parts;
 use super::store::Entry;
 use super::structured::{self, Orig, Plan, Twin};
-use super::walk::{self, ToolNames};
+use super::walk;
 use crate::config::{Overflow, Tables};
 
 /// Where each content item of the upstream result went.
@@ -244,7 +246,7 @@ pub(crate) fn shape_full_at(
                 docs.push(doc);
             }
             _ => {
-                let item = match parts::take_resource_text(item) {
+                let item = match crate::boundary::model::take_resource_text(item) {
                     Ok((text, rest)) => {
                         // An embedded resource's text is model-visible: a document like a
                         // text item's (compacted, offloaded, paged; no `transform`).
@@ -564,7 +566,8 @@ pub(crate) fn emit(
     for d in &docs {
         // Counted only up to the budget: a doc over it is `budget + 1` until the exact count,
         // which runs after page 1 is written (see `Entry::doc_tokens`).
-        let (text, t, sample) = walk::doc_form_till(d, precision, enc, tables, budget);
+        let (text, t, sample) =
+            crate::boundary::form::doc_form_till(d, precision, enc, tables, budget);
         rendered.push(text);
         doc_tokens.push(t);
         samples.push(sample);
@@ -573,11 +576,14 @@ pub(crate) fn emit(
         Slot::Structured(p) => Some(p.clone()),
         _ => None,
     });
-    if walk::fits_whole(&doc_tokens, budget) {
+    if crate::boundary::form::fits_whole(&doc_tokens, budget) {
         let items = layout
             .iter()
             .filter_map(|slot| match slot {
-                Slot::Text { doc, extra } => Some(parts::text_item(rendered[*doc].clone(), extra)),
+                Slot::Text { doc, extra } => Some(crate::boundary::model::text_item(
+                    rendered[*doc].clone(),
+                    extra,
+                )),
                 Slot::Resource { doc, item } => {
                     Some(Carrier::Resource(item.clone()).item(rendered[*doc].clone()))
                 }
@@ -602,11 +608,12 @@ pub(crate) fn emit(
     let n_layout_docs = docs.len();
     // What page 1's meta item will show: the exact total when every document is within the
     // budget (then counted exactly), else an estimate.
-    let estimate = walk::estimate_total(&rendered, &doc_tokens, &samples, budget, enc);
+    let estimate =
+        crate::boundary::form::estimate_total(&rendered, &doc_tokens, &samples, budget, enc);
     let first_total = if doc_tokens.iter().all(|&t| t <= budget) {
-        walk::Total::Exact(doc_tokens.iter().map(|&t| t as u64).sum())
+        crate::boundary::model::Total::Exact(doc_tokens.iter().map(|&t| t as u64).sum())
     } else {
-        walk::Total::Estimate(estimate)
+        crate::boundary::model::Total::Estimate(estimate)
     };
     let reserve = walk::meta_reserve(
         &"0".repeat(b.store.id_len()),
@@ -615,7 +622,7 @@ pub(crate) fn emit(
         enc,
         &names,
     );
-    let merged = walk::needs_one_document(docs.len(), budget, reserve);
+    let merged = crate::boundary::form::needs_one_document(docs.len(), budget, reserve);
     let mut carriers = vec![Carrier::Text(Map::new()); docs.len()];
     for (d, c) in layout.iter().filter_map(Slot::carrier) {
         if let Some(slot) = carriers.get_mut(d) {
@@ -631,7 +638,8 @@ pub(crate) fn emit(
             p.doc = None;
         }
         let d = Document::Json(Value::Array(docs.into_iter().map(doc_value).collect()));
-        let (text, t, sample) = walk::doc_form_till(&d, precision, enc, tables, budget);
+        let (text, t, sample) =
+            crate::boundary::form::doc_form_till(&d, precision, enc, tables, budget);
         (vec![d], vec![text], vec![t], vec![sample])
     } else {
         (docs, rendered, doc_tokens, samples)
@@ -669,7 +677,7 @@ pub(crate) fn emit(
         Err(id) => {
             // The estimate page 1 shows (the documents changed when merged into one array).
             let estimate = if merged {
-                walk::estimate_total(&rendered, &doc_tokens, &samples, budget, enc)
+                crate::boundary::form::estimate_total(&rendered, &doc_tokens, &samples, budget, enc)
             } else {
                 estimate
             };

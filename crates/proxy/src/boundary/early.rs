@@ -39,7 +39,8 @@ use serde_json::{Map, Value, json};
 
 use super::Boundary;
 use super::call::{Shaped, banner_item};
-use super::parts::{self, Carrier};
+use super::model::Carrier;
+use super::parts;
 use super::store::Entry;
 use super::store::TREE_FACTOR;
 use super::store::entry::Prep;
@@ -344,14 +345,15 @@ fn page_of_head(
 ) -> Option<(NewPage, parts::Sheet)> {
     let enc = &b.encoding;
     let doc = Document::Json(head.value);
-    let (rendered, _, sample) = walk::doc_form_till(&doc, precision, enc, false, budget);
+    let (rendered, _, sample) =
+        crate::boundary::form::doc_form_till(&doc, precision, enc, false, budget);
     // Within the budget: the head is the whole of a very compressible text's page 1 or more.
     let sample = sample?;
     let bytes = (rendered.len() as u128 * text.len() as u128 / head.read.max(1) as u128)
         .try_into()
         .unwrap_or(usize::MAX);
     drop(rendered);
-    let estimate = walk::estimate_one(bytes, sample, budget);
+    let estimate = crate::boundary::form::estimate_one(bytes, sample, budget);
     // A fresh id: ids derived from the content would hash the whole text on the reply path,
     // and telling two texts apart by an unkeyed hash is not safe (the full path's keyed
     // fingerprint would cost more still).

@@ -42,7 +42,6 @@ use serde_json::{Map, Value};
 
 use super::Boundary;
 use super::call::Slot;
-use super::walk;
 use crate::config::{EffectiveRule, ImageCost, ImageMode};
 
 /// Longest side, in pixels, of an image the proxy decodes to downscale (a full-page
@@ -513,7 +512,7 @@ pub(crate) fn target_size(
 /// The tokens of every document, rendered whole.
 fn text_tokens(b: &Boundary, rule: &EffectiveRule, docs: &[Document]) -> u64 {
     docs.iter()
-        .map(|d| walk::doc_tokens(d, rule.precision, &b.encoding).1 as u64)
+        .map(|d| crate::boundary::form::doc_tokens(d, rule.precision, &b.encoding).1 as u64)
         .sum()
 }
 

@@ -28,18 +28,13 @@ use super::Boundary;
 use super::args::{self, ArgFault};
 use super::args_rewrite;
 use super::call::{self, EmitMode, Slot};
+use super::model::ToolNames;
+pub use super::model::{PREFIX, QUERY_RESPONSE, READ_MORE};
 use super::parts;
 use super::store::remote::{CAS_TRIES, Miss};
 use super::store::{check_id, parse_cursor};
-use super::walk::{self, ToolNames};
+use super::walk;
 use crate::config::Overflow;
-
-/// Name of the paging tool when no upstream tool has it.
-pub const READ_MORE: &str = "read_more";
-/// Name of the query tool when no upstream tool has it.
-pub const QUERY_RESPONSE: &str = "query_response";
-/// Prefix given to an injected tool whose name an upstream tool already has.
-pub const PREFIX: &str = "budget_";
 
 /// `name`, prefixed with [`PREFIX`] as many times as needed to differ from every name in
 /// `taken`.

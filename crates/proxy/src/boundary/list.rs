@@ -24,8 +24,9 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use super::Boundary;
-use super::injected::{self, QUERY_RESPONSE, READ_MORE};
-use super::walk::ToolNames;
+use super::injected;
+use super::model::{QUERY_RESPONSE, READ_MORE};
+use crate::boundary::model::ToolNames;
 
 /// The note appended to a description that promises indented JSON.
 pub(crate) const COMPACT_NOTE: &str =

@@ -104,9 +104,11 @@ mod client_fit;
 mod early;
 #[cfg(test)]
 mod early_tests;
+mod form;
 mod images;
 pub mod injected;
 mod list;
+mod model;
 mod need;
 mod parts;
 mod plain;
@@ -125,12 +127,12 @@ use mcp_budget_core::tokens::Encoding;
 use mcp_budget_core::wire::Outcome;
 use serde_json::Value;
 
+use crate::boundary::model::ToolNames;
 use crate::config::{ConfigError, Settings};
 use crate::telemetry::{self, PendingRecord, Telemetry};
 use blobs::BlobSink;
 use store::responses::ResponseStore;
 pub use store::responses::StoreHandle;
-use walk::ToolNames;
 
 /// Deadline of one command of the shared store (and of connecting to it): 2 s.
 pub const STORE_TIMEOUT: std::time::Duration = crate::config::DEFAULT_STORE_TIMEOUT;

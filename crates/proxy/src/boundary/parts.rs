@@ -25,73 +25,10 @@ use mcp_budget_core::paginate::{Document, PathStep, Position};
 use mcp_budget_core::tokens::Encoding;
 use serde_json::{Map, Value};
 
+use super::model::{Part, SeqPage, ToolNames, text_item};
 use super::store::Entry;
 use super::structured::{Plan, ScPage};
-use super::walk::{self, Part, SeqPage, ToolNames};
-
-/// How the pieces of one document go out.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Carrier {
-    /// A `text` item; the map holds its members besides `type` and `text`.
-    Text(Map<String, Value>),
-    /// An embedded `resource` item: the item without `resource.text`.
-    Resource(Map<String, Value>),
-    /// A structuredContent that no text item carries: its pages go out as plain text items
-    /// (only when the result is paged).
-    Structured,
-}
-
-impl Carrier {
-    /// The content item carrying `body`, a piece (or the whole) of the document.
-    pub(crate) fn item(&self, body: String) -> Value {
-        match self {
-            Carrier::Text(extra) => text_item(body, extra),
-            Carrier::Structured => text_item(body, &Map::new()),
-            Carrier::Resource(item) => {
-                let mut item = item.clone();
-                if let Some(Value::Object(r)) = item.get_mut("resource") {
-                    r.insert("text".into(), Value::String(body));
-                }
-                Value::Object(item)
-            }
-        }
-    }
-}
-
-/// `{"type":"text","text":text, …extra}`.
-pub(crate) fn text_item(text: String, extra: &Map<String, Value>) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), Value::String("text".into()));
-    m.insert("text".into(), Value::String(text));
-    for (k, v) in extra {
-        m.insert(k.clone(), v.clone());
-    }
-    Value::Object(m)
-}
-
-/// The text of an embedded resource item (`type` `resource` whose `resource.text` is a
-/// string), moved out of it: `(text, the item without it)`. `Err(item)` for any other item.
-pub(crate) fn take_resource_text(item: Value) -> Result<(String, Map<String, Value>), Value> {
-    let is_text_resource = item.get("type").and_then(Value::as_str) == Some("resource")
-        && item
-            .get("resource")
-            .and_then(|r| r.get("text"))
-            .is_some_and(Value::is_string);
-    if !is_text_resource {
-        return Err(item);
-    }
-    let Value::Object(mut m) = item else {
-        return Err(item);
-    };
-    let text = match m.get_mut("resource") {
-        Some(Value::Object(r)) => match r.remove("text") {
-            Some(Value::String(t)) => t,
-            _ => String::new(),
-        },
-        _ => String::new(),
-    };
-    Ok((text, m))
-}
+use super::walk;
 
 /// A page of a cached response with its structuredContent, within the budget.
 #[derive(Debug)]
@@ -294,6 +231,7 @@ pub(crate) fn document_of(text: &str) -> Document {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::boundary::model::{Carrier, take_resource_text};
     use serde_json::json;
 
     #[test]

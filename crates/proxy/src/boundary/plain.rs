@@ -148,7 +148,7 @@ pub(crate) fn check_then_count(b: &Boundary, tool: &str, raw: &[u8]) -> Option<P
     let mut tokens = 0usize;
     if !later {
         for item in &items {
-            // As `walk::doc_form_till` counts a text document: up to the budget.
+            // As `crate::boundary::form::doc_form_till` counts a text document: up to the budget.
             tokens += b.encoding.count_till_limit(&item.text, budget)?;
         }
         if tokens > budget {

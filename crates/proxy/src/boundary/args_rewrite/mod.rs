@@ -43,15 +43,6 @@ pub enum Rewrite {
 /// Appended (after one space) to the description of a tool whose results get `uuid_prefix`.
 pub(crate) const UUID_NOTE: &str = "(mcp-budget: UUIDs in results are shortened to their first 12 hex digits; pass them back as shown, they are expanded to the full UUID.)";
 
-/// The sentence a paged result's hint gets when `response_refs` is on: how to pass the
-/// cached response `id` to a tool without writing it out.
-pub(crate) fn refs_hint(id: &str) -> String {
-    format!(
-        " Pass it to a tool as an argument: {{\"{}\":\"{id}\",\"query\":\"<jq>\"}}.",
-        refs::REF_KEY
-    )
-}
-
 /// `{"error":"ambiguous_id",…}`.
 #[derive(Serialize)]
 struct AmbiguousId<'a> {

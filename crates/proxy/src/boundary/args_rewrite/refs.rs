@@ -17,12 +17,10 @@
 use serde_json::Value;
 
 use super::super::Boundary;
+use super::super::model::REF_KEY;
 use super::super::store::check_id;
 use super::super::store::remote::Miss;
 use mcp_budget_core::wire::CursorFault;
-
-/// The member that makes an object a response reference.
-pub(crate) const REF_KEY: &str = "$response";
 
 /// Why a reference could not be resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -29,7 +29,8 @@ use serde_json::Value;
 
 use super::PageBook;
 use super::spill::{SpillDir, SpillFile};
-use crate::boundary::parts::Carrier;
+use crate::boundary::model::Carrier;
+use crate::boundary::model::Total;
 use crate::boundary::structured::{Orig, Plan};
 
 /// The deepest nesting of arrays and objects `serde_json::from_str` accepts (its recursion
@@ -68,7 +69,7 @@ pub(crate) struct Entry {
     /// How structuredContent follows the pages, when it does.
     pub(crate) structured: Option<Plan>,
     /// `Some(n)` when the response's `n` documents are paged as one JSON array (budgets near
-    /// the floor: [`crate::boundary::walk::needs_one_document`]); said in
+    /// the floor: [`crate::boundary::form::needs_one_document`]); said in
     /// `_meta["mcp-budget/page"]`.
     pub(crate) array_of: Option<usize>,
     /// Whether JSON documents go out in the table form (`tables = "auto"`): whole items as
@@ -104,16 +105,7 @@ pub(crate) struct Entry {
     /// For an entry made from its source text: page 1 as it went out, cut from the text's
     /// head, with the budget it was cut at; given again for that page (the page book's next
     /// position is where it ended, whatever a page cut from the whole would end at).
-    pub(crate) first_page: Option<(usize, crate::boundary::walk::SeqPage)>,
-}
-
-/// The total a page's meta item shows: `total_tokens` (exact) or `total_tokens_estimate`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Total {
-    /// The exact tokens of the whole response.
-    Exact(u64),
-    /// An estimate (two significant digits), while the exact count runs.
-    Estimate(u64),
+    pub(crate) first_page: Option<(usize, crate::boundary::model::SeqPage)>,
 }
 
 /// Where the content is (see the module docs).
@@ -302,7 +294,7 @@ impl Entry {
     pub(crate) fn with_first_page(
         mut self,
         budget: usize,
-        page: crate::boundary::walk::SeqPage,
+        page: crate::boundary::model::SeqPage,
         book: PageBook,
     ) -> Entry {
         self.first_page = Some((budget, page));
@@ -367,7 +359,7 @@ impl Entry {
                     if t <= self.budget {
                         t as u64
                     } else {
-                        crate::boundary::walk::doc_form(d, self.precision, encoding, self.tables).1
+                        crate::boundary::form::doc_form(d, self.precision, encoding, self.tables).1
                             as u64
                     }
                 })
@@ -387,7 +379,7 @@ impl Entry {
                     if t <= self.budget {
                         t as u64
                     } else {
-                        crate::boundary::walk::count(text, encoding) as u64
+                        crate::boundary::form::count(text, encoding) as u64
                     }
                 })
                 .sum()

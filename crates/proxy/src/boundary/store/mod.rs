@@ -48,9 +48,9 @@ pub(crate) mod responses;
 pub(crate) mod spill;
 pub(crate) mod work;
 
+pub(crate) use crate::boundary::model::SeqPos;
 use entry::Demoted;
 pub(crate) use entry::Entry;
-pub(crate) use entry::Total;
 use spill::SpillDir;
 pub(crate) use work::Held;
 use work::Work;
@@ -79,9 +79,6 @@ pub(crate) const MAKE_ROOM_MIN_BYTES: usize = 256 * 1024;
 /// Freeing at least this many bytes at once returns memory to the system at once
 /// (`malloc_trim`); smaller amounts wait for the sweeper.
 const TRIM_NOW_BYTES: usize = 32 << 20;
-
-/// Where a page starts in a response of several text items: item index and position in it.
-pub(crate) type SeqPos = (usize, Position);
 
 /// Positions of the pages of one response.
 #[derive(Debug, Default)]

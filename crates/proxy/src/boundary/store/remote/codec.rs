@@ -30,9 +30,10 @@ use std::sync::Arc;
 use mcp_budget_core::paginate::{Document, Position};
 use serde_json::{Value, json};
 
+use super::super::PageBook;
 use super::super::entry::{Entry, exact_text};
-use super::super::{PageBook, SeqPos};
-use crate::boundary::parts::Carrier;
+use crate::boundary::model::Carrier;
+use crate::boundary::model::SeqPos;
 use crate::boundary::structured::{Orig, Plan};
 
 /// Version of the body's header; a body of another version is not read.

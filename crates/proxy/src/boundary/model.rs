@@ -1,0 +1,165 @@
+//! The boundary's plain data: what a shaped response is made of and what its pages carry,
+//! shared by every stage (paging, structuredContent, the store, the injected tools). A leaf:
+//! it imports no other module of the boundary, so every stage can name these types without
+//! reaching back into the stages that make them.
+
+use mcp_budget_core::paginate::{PathStep, Position};
+use serde_json::{Map, Value};
+
+/// Names of the injected tools, for hints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ToolNames {
+    /// `read_more`, or its prefixed name.
+    pub(crate) read_more: String,
+    /// `query_response`, or its prefixed name.
+    pub(crate) query_response: String,
+    /// `response_refs` is on for some tool: hints say how to pass a response by reference.
+    pub(crate) refs: bool,
+}
+
+impl ToolNames {
+    /// Whether `tool` is one of the two injected tools.
+    pub(crate) fn answers(&self, tool: &str) -> bool {
+        tool == self.read_more || tool == self.query_response
+    }
+}
+
+impl Default for ToolNames {
+    fn default() -> ToolNames {
+        ToolNames {
+            read_more: crate::boundary::model::READ_MORE.to_owned(),
+            query_response: crate::boundary::model::QUERY_RESPONSE.to_owned(),
+            refs: false,
+        }
+    }
+}
+
+/// One text item (or the part of one) on a page.
+#[derive(Debug, Clone)]
+pub(crate) struct Part {
+    /// Index of the text item in the response.
+    pub(crate) item: usize,
+    /// The text that goes out.
+    pub(crate) body: String,
+    /// Where the part starts in its item ([`Position::start`] for a whole item or page 1).
+    pub(crate) start: Position,
+    /// For a JSON part, the path of its body in the item (empty: rooted at `$`).
+    pub(crate) root: Vec<PathStep>,
+}
+
+/// A page of a cached response.
+#[derive(Debug, Clone)]
+pub(crate) struct SeqPage {
+    /// How many pages come before this one (0 = page 1), whatever its page number.
+    pub(crate) ordinal: usize,
+    /// The text items of the page, in order.
+    pub(crate) parts: Vec<Part>,
+    /// The meta item's text.
+    pub(crate) meta: String,
+    /// Tokens of the parts plus the meta: at most the budget.
+    pub(crate) tokens: usize,
+    /// The page's full location (the meta item's `shown`, never abbreviated).
+    pub(crate) location: String,
+    /// The cursor of the next page; `None` on the last page.
+    pub(crate) next_cursor: Option<String>,
+    /// The total its meta item shows.
+    pub(crate) total: Total,
+}
+
+/// The key of a paged result's `_meta` member that holds the page's machine-readable position.
+pub(crate) const PAGE_META_KEY: &str = "mcp-budget/page";
+
+/// The total a page's meta item shows: `total_tokens` (exact) or `total_tokens_estimate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Total {
+    /// The exact tokens of the whole response.
+    Exact(u64),
+    /// An estimate (two significant digits), while the exact count runs.
+    Estimate(u64),
+}
+
+/// Where a page starts in a response of several text items: item index and position in it.
+pub(crate) type SeqPos = (usize, Position);
+
+/// How the pieces of one document go out.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Carrier {
+    /// A `text` item; the map holds its members besides `type` and `text`.
+    Text(Map<String, Value>),
+    /// An embedded `resource` item: the item without `resource.text`.
+    Resource(Map<String, Value>),
+    /// A structuredContent that no text item carries: its pages go out as plain text items
+    /// (only when the result is paged).
+    Structured,
+}
+
+impl Carrier {
+    /// The content item carrying `body`, a piece (or the whole) of the document.
+    pub(crate) fn item(&self, body: String) -> Value {
+        match self {
+            Carrier::Text(extra) => text_item(body, extra),
+            Carrier::Structured => text_item(body, &Map::new()),
+            Carrier::Resource(item) => {
+                let mut item = item.clone();
+                if let Some(Value::Object(r)) = item.get_mut("resource") {
+                    r.insert("text".into(), Value::String(body));
+                }
+                Value::Object(item)
+            }
+        }
+    }
+}
+
+/// `{"type":"text","text":text, …extra}`.
+pub(crate) fn text_item(text: String, extra: &Map<String, Value>) -> Value {
+    let mut m = Map::new();
+    m.insert("type".into(), Value::String("text".into()));
+    m.insert("text".into(), Value::String(text));
+    for (k, v) in extra {
+        m.insert(k.clone(), v.clone());
+    }
+    Value::Object(m)
+}
+
+/// The text of an embedded resource item (`type` `resource` whose `resource.text` is a
+/// string), moved out of it: `(text, the item without it)`. `Err(item)` for any other item.
+pub(crate) fn take_resource_text(item: Value) -> Result<(String, Map<String, Value>), Value> {
+    let is_text_resource = item.get("type").and_then(Value::as_str) == Some("resource")
+        && item
+            .get("resource")
+            .and_then(|r| r.get("text"))
+            .is_some_and(Value::is_string);
+    if !is_text_resource {
+        return Err(item);
+    }
+    let Value::Object(mut m) = item else {
+        return Err(item);
+    };
+    let text = match m.get_mut("resource") {
+        Some(Value::Object(r)) => match r.remove("text") {
+            Some(Value::String(t)) => t,
+            _ => String::new(),
+        },
+        _ => String::new(),
+    };
+    Ok((text, m))
+}
+
+/// Name of the paging tool when no upstream tool has it.
+pub const READ_MORE: &str = "read_more";
+/// Name of the query tool when no upstream tool has it.
+pub const QUERY_RESPONSE: &str = "query_response";
+/// Prefix given to an injected tool whose name an upstream tool already has.
+pub const PREFIX: &str = "budget_";
+
+/// The sentence a paged result's hint gets when `response_refs` is on: how to pass the
+/// cached response `id` to a tool without writing it out.
+pub(crate) fn refs_hint(id: &str) -> String {
+    format!(
+        " Pass it to a tool as an argument: {{\"{}\":\"{id}\",\"query\":\"<jq>\"}}.",
+        crate::boundary::model::REF_KEY
+    )
+}
+
+/// The member that makes an object a response reference.
+pub(crate) const REF_KEY: &str = "$response";
