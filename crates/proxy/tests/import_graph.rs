@@ -62,7 +62,7 @@ fn walk_module(c: &mut Crate, src: &Path, rel: &Path, path: Vec<String>) {
     };
     let code = strip(&text);
     let (children, test_only) = declared_modules(&code);
-    let code = without_inline_test_modules(&code);
+    let code = inline_modules_resolved(&without_inline_test_modules(&code));
     let kept: Vec<String> = children
         .into_iter()
         .filter(|ch| !test_only.contains(ch))
@@ -265,6 +265,49 @@ fn without_inline_test_modules(code: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// `code` with the `super` that starts a path inside an inline `mod name { … }` block
+/// written `self`: there it names the file's own module, not its parent (`mod sweeper { use
+/// super::*; }` in `store/mod.rs` imports from `store`). One level: a `super::super` in a
+/// block nested in another is read as the file's parent (none in our source).
+fn inline_modules_resolved(code: &str) -> String {
+    let b = code.as_bytes();
+    let mut out = code.to_owned().into_bytes();
+    // Depth of inline module blocks at each brace level: a stack of "is a module block".
+    let mut stack: Vec<bool> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let word_start = i == 0 || !is_ident(b[i - 1] as char);
+        if word_start && code[i..].starts_with("mod ") {
+            let rest = &code[i + 4..];
+            let name_len = rest.find(|c: char| !is_ident(c)).unwrap_or(rest.len());
+            let after = rest[name_len..].trim_start();
+            if name_len > 0 && after.starts_with('{') {
+                let open = i + 4 + name_len + (rest.len() - name_len - after.len());
+                stack.push(true);
+                i = open + 1;
+                continue;
+            }
+        }
+        match b[i] {
+            b'{' => stack.push(false),
+            b'}' => {
+                stack.pop();
+            }
+            _ => {}
+        }
+        let in_module_block = stack.iter().any(|m| *m);
+        if in_module_block && word_start && code[i..].starts_with("super") {
+            let chain_start = !code[..i].trim_end().ends_with("::");
+            let whole_word = !code[i + 5..].starts_with(is_ident);
+            if chain_start && whole_word {
+                out[i..i + 5].copy_from_slice(b"self ");
+            }
+        }
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| code.to_owned())
 }
 
 fn is_ident(c: char) -> bool {
@@ -579,7 +622,7 @@ fn scanner_finds_the_edges_and_the_circle() {
     );
     write(
         "b.rs",
-        "pub fn g() { crate::a::f(); }\n#[cfg(test)]\nmod tests { use crate::a::c::X; }\n",
+        "pub fn g() { crate::a::f(); }\nmod inner { use super::g; }\n#[cfg(test)]\nmod tests { use crate::a::c::X; }\n",
     );
     write("t.rs", "use crate::a::c::X;\n");
     let c = load("t", src);
@@ -588,6 +631,7 @@ fn scanner_finds_the_edges_and_the_circle() {
     assert!(!g.contains_key(&p("t.rs")), "test-only files are left out");
     assert_eq!(g[&p("a/mod.rs")], BTreeSet::from([p("a/c.rs")]));
     assert_eq!(g[&p("a/c.rs")], BTreeSet::from([p("b.rs"), p("a/mod.rs")]));
+    // `super` in the inline `mod inner` names b's own module, not the crate root.
     assert_eq!(g[&p("b.rs")], BTreeSet::from([p("a/mod.rs")]));
     let found = circles(&g);
     assert_eq!(found, vec![vec![p("a/c.rs"), p("a/mod.rs"), p("b.rs")]]);

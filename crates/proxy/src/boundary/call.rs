@@ -34,12 +34,12 @@ use mcp_budget_core::summary;
 use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
-use super::Boundary;
 use super::args_rewrite;
 use super::images;
 use super::model::Carrier;
 use super::model::ToolNames;
 use super::parts;
+use super::state::Boundary;
 use super::store::Entry;
 use super::structured::{self, Orig, Plan, Twin};
 use super::walk;

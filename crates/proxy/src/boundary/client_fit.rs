@@ -29,9 +29,9 @@ use mcp_budget_core::client::{Profile, Wrap};
 use mcp_budget_core::wire::{Outcome, STRUCTURED_META_KEY, STRUCTURED_META_NOTE};
 use serde_json::{Map, Value};
 
-use super::Boundary;
 use super::call::{self, Shaped};
 use super::injected::{self, Answer};
+use super::state::Boundary;
 
 /// Most shaping tries for one result (the first included).
 pub(crate) const TRIES: usize = 6;

@@ -37,10 +37,10 @@ use mcp_budget_core::paginate::Document;
 use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
-use super::Boundary;
 use super::call::{Shaped, banner_item};
 use super::model::Carrier;
 use super::parts;
+use super::state::Boundary;
 use super::store::Entry;
 use super::store::TREE_FACTOR;
 use super::store::entry::Prep;

@@ -6,10 +6,10 @@ use mcp_budget_core::paginate::Document;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::Boundary;
 use super::call;
 use super::early;
 use super::parts;
+use super::state::Boundary;
 use super::store::Entry;
 use super::structured_cache_tests::pages;
 use crate::config::Settings;

@@ -24,13 +24,13 @@ use mcp_budget_core::paginate::Document;
 use mcp_budget_core::wire::{CursorFault, CursorInvalid, InvalidArguments, Outcome, QueryFailed};
 use serde_json::{Value, json};
 
-use super::Boundary;
 use super::args::{self, ArgFault};
 use super::args_rewrite;
 use super::call::{self, EmitMode, Slot};
 use super::model::ToolNames;
 pub use super::model::{PREFIX, QUERY_RESPONSE, READ_MORE};
 use super::parts;
+use super::state::Boundary;
 use super::store::remote::{CAS_TRIES, Miss};
 use super::store::{check_id, parse_cursor};
 use super::walk;

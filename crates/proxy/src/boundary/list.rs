@@ -23,9 +23,9 @@
 use serde_json::Value;
 use std::sync::Arc;
 
-use super::Boundary;
 use super::injected;
 use super::model::{QUERY_RESPONSE, READ_MORE};
+use super::state::Boundary;
 use crate::boundary::model::ToolNames;
 
 /// The note appended to a description that promises indented JSON.

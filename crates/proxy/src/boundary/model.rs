@@ -163,3 +163,19 @@ pub(crate) fn refs_hint(id: &str) -> String {
 
 /// The member that makes an object a response reference.
 pub(crate) const REF_KEY: &str = "$response";
+
+/// The names deferred mode lists its two tools under (prefixed on a clash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DeferNames {
+    pub(crate) find_tools: String,
+    pub(crate) call_tool: String,
+}
+
+/// What deferred mode remembers of `tools/list`.
+#[derive(Debug, Default)]
+pub(crate) struct Catalog {
+    /// The listed (allowed, compacted) tools of every page seen.
+    pub(crate) tools: Vec<Value>,
+    /// Set once a first page was deferred.
+    pub(crate) names: Option<DeferNames>,
+}

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::Boundary;
+use super::state::Boundary;
 use super::store::entry::docs_heap_bytes;
 use super::structured::Orig;
 use crate::config::Settings;

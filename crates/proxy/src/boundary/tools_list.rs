@@ -22,9 +22,10 @@ use mcp_budget_core::tooldefs::{self, search};
 use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
-use super::Boundary;
 use super::call;
 use super::injected::{self, Answer};
+use super::model::DeferNames;
+use super::state::Boundary;
 use crate::config::{ListMode, ToolsList};
 
 /// Name of the search tool of deferred mode when no upstream tool has it.
@@ -33,22 +34,6 @@ pub const FIND_TOOLS: &str = "find_tools";
 pub const CALL_TOOL: &str = "call_tool";
 /// Most definitions one `find_tools` answer holds.
 pub const FIND_LIMIT: usize = 5;
-
-/// The names deferred mode lists its two tools under (prefixed on a clash).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DeferNames {
-    pub(crate) find_tools: String,
-    pub(crate) call_tool: String,
-}
-
-/// What deferred mode remembers of `tools/list`.
-#[derive(Debug, Default)]
-pub(crate) struct Catalog {
-    /// The listed (allowed, compacted) tools of every page seen.
-    pub(crate) tools: Vec<Value>,
-    /// Set once a first page was deferred.
-    pub(crate) names: Option<DeferNames>,
-}
 
 /// What to do with a client's `tools/call` before it is forwarded.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,8 +16,8 @@
 
 use serde_json::Value;
 
-use super::super::Boundary;
 use super::super::model::REF_KEY;
+use super::super::state::Boundary;
 use super::super::store::check_id;
 use super::super::store::remote::Miss;
 use mcp_budget_core::wire::CursorFault;
