@@ -36,66 +36,13 @@ use serde_json::{Map, Value, json};
 
 use super::args_rewrite;
 use super::images;
-use super::model::Carrier;
-use super::model::ToolNames;
+use super::model::{Carrier, EmitMode, Shaped, Slot, ToolNames};
 use super::parts;
-use super::state::Boundary;
+use super::state::{Boundary, banner_item, rule};
 use super::store::Entry;
 use super::structured::{self, Orig, Plan, Twin};
 use super::walk;
 use crate::config::{Overflow, Tables};
-
-/// Where each content item of the upstream result went.
-#[derive(Debug, Clone)]
-pub(crate) enum Slot {
-    /// A text item: `doc` indexes the shaped documents; `extra` holds its other members
-    /// (`annotations`, `_meta`).
-    Text {
-        /// Index into the documents.
-        doc: usize,
-        /// Members besides `type` and `text`.
-        extra: Map<String, Value>,
-    },
-    /// An embedded resource with `text`: `doc` indexes the documents; `item` is the item
-    /// without `resource.text`.
-    Resource {
-        /// Index into the documents.
-        doc: usize,
-        /// The item, its resource's `text` taken out.
-        item: Map<String, Value>,
-    },
-    /// The result's structuredContent, following the pages of a document (see
-    /// [`super::parts`]); places a text item only when its own document is paged.
-    Structured(Plan),
-    /// Any other item, kept as it was.
-    Other(Value),
-}
-
-impl Slot {
-    /// The document this slot places on a page, with its carrier.
-    fn carrier(&self) -> Option<(usize, Carrier)> {
-        match self {
-            Slot::Text { doc, extra } => Some((*doc, Carrier::Text(extra.clone()))),
-            Slot::Resource { doc, item } => Some((*doc, Carrier::Resource(item.clone()))),
-            Slot::Structured(plan) if plan.own => plan.doc.map(|d| (d, Carrier::Structured)),
-            Slot::Structured(_) | Slot::Other(_) => None,
-        }
-    }
-}
-
-/// A shaped result and what telemetry needs to know about it.
-#[derive(Debug)]
-pub(crate) struct Shaped {
-    pub(crate) result: Value,
-    pub(crate) outcome: Outcome,
-    pub(crate) response_id: Option<String>,
-    pub(crate) bytes_pre: u64,
-    pub(crate) bytes: u64,
-    pub(crate) tokens: u64,
-    pub(crate) pre_texts: Vec<String>,
-    /// The vision cost of the inline images in `tokens` (tokens).
-    pub(crate) image_tokens: u64,
-}
 
 /// The content items of a shaped set of documents (banner not included).
 #[derive(Debug)]
@@ -112,22 +59,6 @@ pub(crate) struct Emitted {
     pub(crate) structured: Option<Value>,
     /// For a paged result: its `_meta["mcp-budget/page"]` (see [`walk::page_meta`]).
     pub(crate) page_meta: Option<Value>,
-}
-
-/// How [`emit`] fit the documents.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EmitMode {
-    Whole,
-    Paged,
-    Elided,
-}
-
-/// The banner item, when set.
-pub(crate) fn banner_item(b: &Boundary) -> Option<Value> {
-    b.settings
-        .banner
-        .as_ref()
-        .map(|t| json!({"type":"text","text":t}))
 }
 
 #[cfg(test)]
@@ -147,19 +78,6 @@ pub(crate) fn shape_at(
         Some(shaped) => shaped,
         None => shape_full_at(b, tool, result, budget),
     }
-}
-
-/// The rule in force for `tool`, its budget replaced by `budget` tokens when given.
-pub(crate) fn rule(
-    b: &Boundary,
-    tool: &str,
-    budget: Option<usize>,
-) -> crate::config::EffectiveRule {
-    let mut rule = b.settings.rule_for(tool);
-    if let Some(budget) = budget {
-        rule.max_tokens = budget.max(mcp_budget_core::MIN_BUDGET_TOKENS);
-    }
-    rule
 }
 
 /// [`shape`] without the early page 1 of a long JSON text ([`super::early`]): every document

@@ -29,8 +29,10 @@ use mcp_budget_core::client::{Profile, Wrap};
 use mcp_budget_core::wire::{Outcome, STRUCTURED_META_KEY, STRUCTURED_META_NOTE};
 use serde_json::{Map, Value};
 
-use super::call::{self, Shaped};
-use super::injected::{self, Answer};
+use super::answer::Answer;
+use super::call;
+use super::injected;
+use super::model::Shaped;
 use super::state::Boundary;
 
 /// Most shaping tries for one result (the first included).

@@ -37,10 +37,9 @@ use mcp_budget_core::paginate::Document;
 use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
-use super::call::{Shaped, banner_item};
-use super::model::Carrier;
+use super::model::{Carrier, Shaped};
 use super::parts;
-use super::state::Boundary;
+use super::state::{Boundary, banner_item};
 use super::store::Entry;
 use super::store::TREE_FACTOR;
 use super::store::entry::Prep;
@@ -193,7 +192,7 @@ pub(crate) fn shape_at(
     if b.store.id_len() != 12 {
         return None;
     }
-    let rule = super::call::rule(b, tool, budget);
+    let rule = crate::boundary::state::rule(b, tool, budget);
     if rule.transform.is_some()
         || rule.uuid_prefix
         || rule.tables == Tables::Auto

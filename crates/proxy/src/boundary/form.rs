@@ -180,6 +180,9 @@ fn split_point(text: &str) -> Option<usize> {
     forward.or_else(|| memchr::memrchr_iter(b'"', &bytes[..mid]).find(|&i| i > 0 && at(i)))
 }
 
+/// Texts at least this long (bytes) are counted in two halves on two threads.
+const PARALLEL_COUNT_BYTES: usize = 512 * 1024;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,6 +237,3 @@ mod tests {
         }
     }
 }
-
-/// Texts at least this long (bytes) are counted in two halves on two threads.
-const PARALLEL_COUNT_BYTES: usize = 512 * 1024;

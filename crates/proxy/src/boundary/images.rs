@@ -40,8 +40,8 @@ use mcp_budget_core::paginate::Document;
 use mcp_budget_core::vision;
 use serde_json::{Map, Value};
 
-use super::call::Slot;
 use super::state::Boundary;
+use crate::boundary::model::Slot;
 use crate::config::{EffectiveRule, ImageCost, ImageMode};
 
 /// Longest side, in pixels, of an image the proxy decodes to downscale (a full-page

@@ -24,92 +24,20 @@ use mcp_budget_core::paginate::Document;
 use mcp_budget_core::wire::{CursorFault, CursorInvalid, InvalidArguments, Outcome, QueryFailed};
 use serde_json::{Value, json};
 
+use super::answer::{Answer, error_answer, fit_message, fit_text};
 use super::args::{self, ArgFault};
 use super::args_rewrite;
-use super::call::{self, EmitMode, Slot};
+use super::call;
 use super::model::ToolNames;
+use super::model::{EmitMode, Slot};
 pub use super::model::{PREFIX, QUERY_RESPONSE, READ_MORE};
+use super::model::{query_response_schema, read_more_schema};
 use super::parts;
 use super::state::Boundary;
 use super::store::remote::{CAS_TRIES, Miss};
 use super::store::{check_id, parse_cursor};
 use super::walk;
 use crate::config::Overflow;
-
-/// `name`, prefixed with [`PREFIX`] as many times as needed to differ from every name in
-/// `taken`.
-pub(crate) fn free_name(name: &str, taken: &[&str]) -> String {
-    let mut n = name.to_owned();
-    while taken.contains(&n.as_str()) {
-        n = format!("{PREFIX}{n}");
-    }
-    n
-}
-
-/// The `inputSchema` of `read_more`. `max_tokens` takes any positive integer: below
-/// [`mcp_budget_core::MIN_BUDGET_TOKENS`] it counts as that, above the budget as the budget.
-pub(crate) fn read_more_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "cursor": {"type": "string", "description": "next_cursor of the result"},
-            "max_tokens": max_tokens_schema()
-        },
-        "required": ["cursor"]
-    })
-}
-
-/// The `inputSchema` of `query_response` (`max_tokens` as in [`read_more_schema`]).
-pub(crate) fn query_response_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "response_id": {"type": "string"},
-            "query": {"type": "string", "description": "jq filter"},
-            "max_tokens": max_tokens_schema()
-        },
-        "required": ["response_id", "query"]
-    })
-}
-
-fn max_tokens_schema() -> Value {
-    json!({"type": "integer", "minimum": 1, "description": "page size"})
-}
-
-/// The two tool definitions for `tools/list`. Their model-visible definition tokens
-/// (`mcp_budget_core::tooldefs::definition_tokens`: name, description, inputSchema) are at
-/// most 150 cl100k tokens together (a test pins it); DESIGN.md "What is not advertised is not
-/// used": each says what it does and names every argument.
-pub(crate) fn definitions(names: &ToolNames) -> [Value; 2] {
-    [
-        json!({
-            "name": names.read_more,
-            "title": "Read more of a long tool result",
-            "description": "Next page of a shortened tool result, from the proxy's cache.",
-            "inputSchema": read_more_schema(),
-            "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false},
-            "_meta": mcp_budget_core::wire::injected_tool_meta()
-        }),
-        json!({
-            "name": names.query_response,
-            "title": "Query a long tool result with jq",
-            "description": "Run a jq query on the full cached result of a shortened response, e.g. '.items|length'.",
-            "inputSchema": query_response_schema(),
-            "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false},
-            "_meta": mcp_budget_core::wire::injected_tool_meta()
-        }),
-    ]
-}
-
-/// What answering an injected call produced (for telemetry).
-#[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) result: Value,
-    pub(crate) outcome: Outcome,
-    pub(crate) response_id: Option<String>,
-    pub(crate) bytes: u64,
-    pub(crate) tokens: u64,
-}
 
 /// The hint of a `cursor_invalid` result with reason `unknown`: besides a mistyped cursor,
 /// the usual cause is a cursor passed to the `read_more` of another server's proxy (each MCP
@@ -201,87 +129,6 @@ fn query_failed(b: &Boundary, budget: usize, message: &str) -> Answer {
     error_answer(b, text)
 }
 
-/// The longest prefix of `message`, in chars, that `build` fits into `budget` tokens (counted
-/// with the boundary's encoding, exactly as the text goes out): `build(message)` when it fits,
-/// else `build` of a prefix cut at a char boundary and followed by
-/// `… [cut: the message is N chars long]`. jaq's messages embed whole values (`.a.b` on a
-/// large object), so a message can be far larger than any budget.
-pub(crate) fn fit_message(
-    b: &Boundary,
-    budget: usize,
-    message: &str,
-    build: impl Fn(&str) -> String,
-) -> String {
-    let whole = build(message);
-    if b.encoding.count(&whole) <= budget {
-        return whole;
-    }
-    let chars = message.chars().count();
-    let cut = |n: usize| {
-        let end = message
-            .char_indices()
-            .nth(n)
-            .map_or(message.len(), |(i, _)| i);
-        build(&format!(
-            "{}… [cut: the message is {chars} chars long]",
-            &message[..end]
-        ))
-    };
-    let fits = |text: &str| b.encoding.count(text) <= budget;
-    // Few tokens hold more than 8 chars, so a prefix of `8 × budget` chars is past what fits
-    // for any message worth reading (and a cut shorter than the most that fits still fits).
-    let (mut lo, mut hi) = (0usize, chars.min(budget.saturating_mul(8)));
-    let mut best = cut(0);
-    if !fits(&best) {
-        return fit_text(b, budget, &best);
-    }
-    // Invariant: the prefix of `lo` chars fits.
-    while lo < hi {
-        let mid = lo + (hi - lo).div_ceil(2);
-        let text = cut(mid);
-        if fits(&text) {
-            lo = mid;
-            best = text;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    best
-}
-
-/// `text` cut to at most `budget` tokens at a char boundary (a last resort: the cut text may no
-/// longer be JSON).
-fn fit_text(b: &Boundary, budget: usize, text: &str) -> String {
-    if b.encoding.count(text) <= budget {
-        return text.to_owned();
-    }
-    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-    let (mut lo, mut hi) = (0usize, bounds.len().min(budget.saturating_mul(8)));
-    while lo < hi {
-        let mid = lo + (hi - lo).div_ceil(2);
-        if b.encoding.count(&text[..bounds[mid]]) <= budget {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    text[..bounds.get(lo).copied().unwrap_or(0)].to_owned()
-}
-
-pub(crate) fn error_answer(b: &Boundary, text: String) -> Answer {
-    let tokens = b.encoding.count(&text) as u64;
-    let bytes = text.len() as u64;
-    let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
-    content.push(json!({"type":"text","text":text}));
-    Answer {
-        result: json!({"content": content, "isError": true}),
-        outcome: Outcome::Error,
-        response_id: None,
-        bytes,
-        tokens,
-    }
-}
-
 /// `max_tokens` from the arguments, clamped to `[MIN_BUDGET_TOKENS, ceiling]`; `ceiling`
 /// when it is absent or not an integer (the arguments were checked before: see [`answer`]).
 fn budget_arg(args: &Value, ceiling: usize) -> usize {
@@ -367,7 +214,7 @@ fn read_more(b: &Boundary, args: &Value, names: &ToolNames) -> Answer {
         }
     };
     let page = sheet.page;
-    let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
+    let mut content: Vec<Value> = crate::boundary::state::banner_item(b).into_iter().collect();
     let bytes = page.meta.len() + page.parts.iter().map(|p| p.body.len()).sum::<usize>();
     let page_meta = walk::page_meta(&entry.id, &page, &entry);
     content.extend(parts::page_items(&entry, page.parts));
@@ -444,7 +291,7 @@ fn query_response(b: &Boundary, args: &Value) -> Answer {
         false,
     );
     args_rewrite::register(b, emitted.response_id.as_deref(), uuid_map);
-    let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
+    let mut content: Vec<Value> = crate::boundary::state::banner_item(b).into_iter().collect();
     content.extend(emitted.items);
     let mut result = serde_json::Map::new();
     result.insert("content".into(), Value::Array(content));
@@ -467,6 +314,7 @@ fn query_response(b: &Boundary, args: &Value) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::boundary::model::{definitions, free_name};
 
     #[test]
     fn names_get_prefixed_until_free() {

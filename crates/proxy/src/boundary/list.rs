@@ -11,7 +11,7 @@
 //!   every result.
 //! - Appends the tool's `description_suffix` rule (after one space) to its description.
 //! - On the first page only (the request had no cursor), appends the injected tools
-//!   ([`super::injected::definitions`]). An injected tool whose name an upstream tool on that
+//!   ([`crate::boundary::model::definitions`]). An injected tool whose name an upstream tool on that
 //!   page already has is renamed with the `budget_` prefix, and hints name the renamed tool.
 //!   A clash with a tool on a later page cannot be seen in time and is not handled.
 //!
@@ -23,7 +23,6 @@
 use serde_json::Value;
 use std::sync::Arc;
 
-use super::injected;
 use super::model::{QUERY_RESPONSE, READ_MORE};
 use super::state::Boundary;
 use crate::boundary::model::ToolNames;
@@ -117,8 +116,8 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
     let names = if first_page {
         let taken: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
         Some(ToolNames {
-            read_more: injected::free_name(READ_MORE, &taken),
-            query_response: injected::free_name(QUERY_RESPONSE, &taken),
+            read_more: crate::boundary::model::free_name(READ_MORE, &taken),
+            query_response: crate::boundary::model::free_name(QUERY_RESPONSE, &taken),
             refs: false,
         })
     } else {
@@ -126,7 +125,7 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
     };
     b.remember_tools(seen, names.clone(), first_page);
     if let Some(names) = names {
-        tools.extend(injected::definitions(&names));
+        tools.extend(crate::boundary::model::definitions(&names));
     }
     result
 }

@@ -96,6 +96,7 @@
 //! assert!(page2.get("isError").is_none());
 //! ```
 
+mod answer;
 mod args;
 pub mod args_rewrite;
 mod blobs;
@@ -270,7 +271,13 @@ impl Boundary {
 
     /// Metrics, the log line and the telemetry record of one shaped call (`shaped.result` is
     /// not looked at); `started` when shaping began.
-    fn account(&self, tool: &str, shaped: call::Shaped, upstream_ms: u64, started: Instant) {
+    fn account(
+        &self,
+        tool: &str,
+        shaped: crate::boundary::model::Shaped,
+        upstream_ms: u64,
+        started: Instant,
+    ) {
         crate::metrics::global().result(
             tool,
             shaped.outcome,

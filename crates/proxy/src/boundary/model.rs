@@ -1,10 +1,13 @@
 //! The boundary's plain data: what a shaped response is made of and what its pages carry,
 //! shared by every stage (paging, structuredContent, the store, the injected tools). A leaf:
-//! it imports no other module of the boundary, so every stage can name these types without
+//! it imports no other module of the boundary but the structuredContent plan, so every stage can name these types without
 //! reaching back into the stages that make them.
 
 use mcp_budget_core::paginate::{PathStep, Position};
-use serde_json::{Map, Value};
+use mcp_budget_core::wire::Outcome;
+use serde_json::{Map, Value, json};
+
+use super::structured::Plan;
 
 /// Names of the injected tools, for hints.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,4 +181,129 @@ pub(crate) struct Catalog {
     pub(crate) tools: Vec<Value>,
     /// Set once a first page was deferred.
     pub(crate) names: Option<DeferNames>,
+}
+
+/// Where each content item of the upstream result went.
+#[derive(Debug, Clone)]
+pub(crate) enum Slot {
+    /// A text item: `doc` indexes the shaped documents; `extra` holds its other members
+    /// (`annotations`, `_meta`).
+    Text {
+        /// Index into the documents.
+        doc: usize,
+        /// Members besides `type` and `text`.
+        extra: Map<String, Value>,
+    },
+    /// An embedded resource with `text`: `doc` indexes the documents; `item` is the item
+    /// without `resource.text`.
+    Resource {
+        /// Index into the documents.
+        doc: usize,
+        /// The item, its resource's `text` taken out.
+        item: Map<String, Value>,
+    },
+    /// The result's structuredContent, following the pages of a document (see
+    /// [`super::parts`]); places a text item only when its own document is paged.
+    Structured(Plan),
+    /// Any other item, kept as it was.
+    Other(Value),
+}
+
+impl Slot {
+    /// The document this slot places on a page, with its carrier.
+    pub(crate) fn carrier(&self) -> Option<(usize, Carrier)> {
+        match self {
+            Slot::Text { doc, extra } => Some((*doc, Carrier::Text(extra.clone()))),
+            Slot::Resource { doc, item } => Some((*doc, Carrier::Resource(item.clone()))),
+            Slot::Structured(plan) if plan.own => plan.doc.map(|d| (d, Carrier::Structured)),
+            Slot::Structured(_) | Slot::Other(_) => None,
+        }
+    }
+}
+
+/// A shaped result and what telemetry needs to know about it.
+#[derive(Debug)]
+pub(crate) struct Shaped {
+    pub(crate) result: Value,
+    pub(crate) outcome: Outcome,
+    pub(crate) response_id: Option<String>,
+    pub(crate) bytes_pre: u64,
+    pub(crate) bytes: u64,
+    pub(crate) tokens: u64,
+    pub(crate) pre_texts: Vec<String>,
+    /// The vision cost of the inline images in `tokens` (tokens).
+    pub(crate) image_tokens: u64,
+}
+
+/// How [`emit`] fit the documents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EmitMode {
+    Whole,
+    Paged,
+    Elided,
+}
+
+/// `name`, prefixed with [`PREFIX`] as many times as needed to differ from every name in
+/// `taken`.
+pub(crate) fn free_name(name: &str, taken: &[&str]) -> String {
+    let mut n = name.to_owned();
+    while taken.contains(&n.as_str()) {
+        n = format!("{PREFIX}{n}");
+    }
+    n
+}
+
+/// The two tool definitions for `tools/list`. Their model-visible definition tokens
+/// (`mcp_budget_core::tooldefs::definition_tokens`: name, description, inputSchema) are at
+/// most 150 cl100k tokens together (a test pins it); DESIGN.md "What is not advertised is not
+/// used": each says what it does and names every argument.
+pub(crate) fn definitions(names: &ToolNames) -> [Value; 2] {
+    [
+        json!({
+            "name": names.read_more,
+            "title": "Read more of a long tool result",
+            "description": "Next page of a shortened tool result, from the proxy's cache.",
+            "inputSchema": read_more_schema(),
+            "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false},
+            "_meta": mcp_budget_core::wire::injected_tool_meta()
+        }),
+        json!({
+            "name": names.query_response,
+            "title": "Query a long tool result with jq",
+            "description": "Run a jq query on the full cached result of a shortened response, e.g. '.items|length'.",
+            "inputSchema": query_response_schema(),
+            "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false},
+            "_meta": mcp_budget_core::wire::injected_tool_meta()
+        }),
+    ]
+}
+
+/// The `inputSchema` of `read_more`. `max_tokens` takes any positive integer: below
+/// [`mcp_budget_core::MIN_BUDGET_TOKENS`] it counts as that, above the budget as the budget.
+pub(crate) fn read_more_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "cursor": {"type": "string", "description": "next_cursor of the result"},
+            "max_tokens": max_tokens_schema()
+        },
+        "required": ["cursor"]
+    })
+}
+
+/// The `inputSchema` of `query_response` (`max_tokens` as in [`read_more_schema`]).
+pub(crate) fn query_response_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "response_id": {"type": "string"},
+            "query": {"type": "string", "description": "jq filter"},
+            "max_tokens": max_tokens_schema()
+        },
+        "required": ["response_id", "query"]
+    })
+}
+
+fn max_tokens_schema() -> Value {
+    json!({"type": "integer", "minimum": 1, "description": "page size"})
 }

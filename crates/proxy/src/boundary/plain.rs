@@ -32,8 +32,8 @@ use serde_json::value::RawValue;
 use mcp_budget_core::wire::Outcome;
 use serde_json::Value;
 
-use super::call::Shaped;
 use super::state::Boundary;
+use crate::boundary::model::Shaped;
 
 /// A `CallToolResult` of text items only (see the module docs). `_meta` and `resultType` (MCP
 /// 2026-07-28) are read as values: an escape or a nesting `serde_json` refuses sends the result

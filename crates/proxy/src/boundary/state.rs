@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use mcp_budget_core::tokens::Encoding;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::args_rewrite::uuids::UuidMemory;
 use super::blobs::BlobSink;
@@ -133,4 +133,25 @@ fn warm_up(encoding: &Encoding) {
             .name("mcp-budget-warm".into())
             .spawn(move || encoding.count("warm"));
     }
+}
+
+/// The banner item, when set.
+pub(crate) fn banner_item(b: &Boundary) -> Option<Value> {
+    b.settings
+        .banner
+        .as_ref()
+        .map(|t| json!({"type":"text","text":t}))
+}
+
+/// The rule in force for `tool`, its budget replaced by `budget` tokens when given.
+pub(crate) fn rule(
+    b: &Boundary,
+    tool: &str,
+    budget: Option<usize>,
+) -> crate::config::EffectiveRule {
+    let mut rule = b.settings.rule_for(tool);
+    if let Some(budget) = budget {
+        rule.max_tokens = budget.max(mcp_budget_core::MIN_BUDGET_TOKENS);
+    }
+    rule
 }

@@ -22,8 +22,7 @@ use mcp_budget_core::tooldefs::{self, search};
 use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
-use super::call;
-use super::injected::{self, Answer};
+use super::answer::Answer;
 use super::model::DeferNames;
 use super::state::Boundary;
 use crate::config::{ListMode, ToolsList};
@@ -93,8 +92,8 @@ pub(crate) fn defer(
             .cloned(),
     );
     let names = first_page.then(|| DeferNames {
-        find_tools: injected::free_name(FIND_TOOLS, taken),
-        call_tool: injected::free_name(CALL_TOOL, taken),
+        find_tools: crate::boundary::model::free_name(FIND_TOOLS, taken),
+        call_tool: crate::boundary::model::free_name(CALL_TOOL, taken),
     });
     if let Ok(mut s) = b.tools.write() {
         if first_page {
@@ -212,7 +211,7 @@ fn refused(b: &Boundary, tool: &str, rule: &str) -> Value {
 }
 
 fn error(b: &Boundary, body: Value) -> Value {
-    let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
+    let mut content: Vec<Value> = crate::boundary::state::banner_item(b).into_iter().collect();
     content.push(json!({"type": "text", "text": body.to_string()}));
     json!({"content": content, "isError": true})
 }
@@ -254,7 +253,7 @@ pub(crate) fn answer_find(b: &Boundary, params: &Value) -> Option<Answer> {
     };
     let tokens = b.encoding.count(&text) as u64;
     let bytes = text.len() as u64;
-    let mut content: Vec<Value> = call::banner_item(b).into_iter().collect();
+    let mut content: Vec<Value> = crate::boundary::state::banner_item(b).into_iter().collect();
     content.push(json!({"type": "text", "text": text}));
     Some(answer(
         json!({ "content": content }),

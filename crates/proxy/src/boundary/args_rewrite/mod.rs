@@ -26,8 +26,7 @@ use mcp_budget_core::paginate::Document;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::Boundary;
-use super::injected;
+use super::state::Boundary;
 
 /// What to do with a client's `tools/call` of an upstream tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,8 +86,15 @@ impl Boundary {
                         hint: "This shortened id matches several UUIDs shown in this session: call again with the full UUID you mean.",
                     })
                     .unwrap_or_default();
-                    let text = injected::fit_message(self, rule.max_tokens, &text, str::to_owned);
-                    return Rewrite::Answer(injected::error_answer(self, text).result);
+                    let text = crate::boundary::answer::fit_message(
+                        self,
+                        rule.max_tokens,
+                        &text,
+                        str::to_owned,
+                    );
+                    return Rewrite::Answer(
+                        crate::boundary::answer::error_answer(self, text).result,
+                    );
                 }
             }
         }
@@ -101,17 +107,24 @@ impl Boundary {
                     } else {
                         "Use a response_id from a result of this server (proxy) that is still cached; if it expired, call the original tool again."
                     };
-                    let text = injected::fit_message(self, rule.max_tokens, &f.message, |m| {
-                        serde_json::to_string(&RefFailed {
-                            error: "response_ref_failed",
-                            argument: &f.argument,
-                            reason: f.reason,
-                            message: m,
-                            hint,
-                        })
-                        .unwrap_or_default()
-                    });
-                    return Rewrite::Answer(injected::error_answer(self, text).result);
+                    let text = crate::boundary::answer::fit_message(
+                        self,
+                        rule.max_tokens,
+                        &f.message,
+                        |m| {
+                            serde_json::to_string(&RefFailed {
+                                error: "response_ref_failed",
+                                argument: &f.argument,
+                                reason: f.reason,
+                                message: m,
+                                hint,
+                            })
+                            .unwrap_or_default()
+                        },
+                    );
+                    return Rewrite::Answer(
+                        crate::boundary::answer::error_answer(self, text).result,
+                    );
                 }
             }
         }

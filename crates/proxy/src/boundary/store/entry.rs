@@ -27,8 +27,8 @@ use mcp_budget_core::paginate::Document;
 use mcp_budget_core::tokens::Encoding;
 use serde_json::Value;
 
-use super::PageBook;
-use super::spill::{SpillDir, SpillFile};
+use super::book::PageBook;
+use super::spill::{LoadError, SpillDir, SpillFile};
 use crate::boundary::model::Carrier;
 use crate::boundary::model::Total;
 use crate::boundary::structured::{Orig, Plan};
@@ -101,7 +101,7 @@ pub(crate) struct Entry {
     /// Set on a copy loaded from a shared store: where it lives there and the page book as it
     /// was read, so that the pages this request adds can be written back
     /// ([`super::remote`]).
-    pub(crate) remote: Option<super::remote::Mark>,
+    pub(crate) remote: Option<super::book::Mark>,
     /// For an entry made from its source text: page 1 as it went out, cut from the text's
     /// head, with the budget it was cut at; given again for that page (the page book's next
     /// position is where it ended, whatever a page cut from the whole would end at).
@@ -151,20 +151,6 @@ impl Body {
                 0
             })
     }
-}
-
-/// Why an entry's content could not be brought back.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum LoadError {
-    /// The spill file could not be read.
-    #[error("cannot read the spill file: {0}")]
-    Io(#[from] std::io::Error),
-    /// The spill file does not hold what was written (not UTF-8, wrong length, not JSON).
-    #[error("the spill file is damaged")]
-    Damaged,
-    /// No form of the content is left (never expected).
-    #[error("the cached content is gone")]
-    Gone,
 }
 
 /// What [`Entry::drop_tree`] did.

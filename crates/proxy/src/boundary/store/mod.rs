@@ -39,16 +39,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use mcp_budget_core::paginate::Position;
 use mcp_budget_core::wire::CursorFault;
 
+pub(crate) mod book;
 pub(crate) mod entry;
 pub(crate) mod remote;
 pub(crate) mod responses;
 pub(crate) mod spill;
 pub(crate) mod work;
 
-pub(crate) use crate::boundary::model::SeqPos;
 use entry::Demoted;
 pub(crate) use entry::Entry;
 use spill::SpillDir;
@@ -79,31 +78,6 @@ pub(crate) const MAKE_ROOM_MIN_BYTES: usize = 256 * 1024;
 /// Freeing at least this many bytes at once returns memory to the system at once
 /// (`malloc_trim`); smaller amounts wait for the sweeper.
 const TRIM_NOW_BYTES: usize = 32 << 20;
-
-/// Positions of the pages of one response.
-#[derive(Debug, Default)]
-pub(crate) struct PageBook {
-    /// `positions[k]` is where page number `k` starts; `positions[0]` is the start.
-    pub(crate) positions: Vec<SeqPos>,
-    /// (page number, budget) → page number of the next page.
-    pub(crate) next_of: HashMap<(usize, usize), usize>,
-    /// `ordinals[k]`: how many pages come before page number `k` on the way that reached it
-    /// (0 for the start). Page numbers name cursors and are not always consecutive (a page
-    /// computed at two budgets has two next pages); the ordinal is what
-    /// `_meta["mcp-budget/page"].page` says.
-    pub(crate) ordinals: Vec<usize>,
-}
-
-impl PageBook {
-    /// The book of a response no page of which is computed yet: page 1 at the start.
-    pub(crate) fn start() -> PageBook {
-        PageBook {
-            positions: vec![(0, Position::start())],
-            next_of: HashMap::new(),
-            ordinals: vec![0],
-        }
-    }
-}
 
 #[derive(Debug)]
 struct Slot {

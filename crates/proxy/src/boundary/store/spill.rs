@@ -15,8 +15,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::entry::LoadError;
-
 /// Prefix of every spill directory's name.
 pub(crate) const DIR_PREFIX: &str = "mcp-budget-cache-";
 
@@ -188,6 +186,20 @@ impl Drop for SpillFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// Why an entry's content could not be brought back.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LoadError {
+    /// The spill file could not be read.
+    #[error("cannot read the spill file: {0}")]
+    Io(#[from] std::io::Error),
+    /// The spill file does not hold what was written (not UTF-8, wrong length, not JSON).
+    #[error("the spill file is damaged")]
+    Damaged,
+    /// No form of the content is left (never expected).
+    #[error("the cached content is gone")]
+    Gone,
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use super::super::Entry;
+use super::super::entry::Entry;
 
 #[derive(Debug)]
 struct Slot {

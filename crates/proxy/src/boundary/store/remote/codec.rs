@@ -30,7 +30,7 @@ use std::sync::Arc;
 use mcp_budget_core::paginate::{Document, Position};
 use serde_json::{Value, json};
 
-use super::super::PageBook;
+use super::super::book::PageBook;
 use super::super::entry::{Entry, exact_text};
 use crate::boundary::model::Carrier;
 use crate::boundary::model::SeqPos;

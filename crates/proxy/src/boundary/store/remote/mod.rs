@@ -50,7 +50,8 @@ use mcp_budget_core::wire::CursorFault;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use sha2::{Digest, Sha256};
 
-use super::{Entry, PageBook};
+use super::book::{Mark, PageBook};
+use super::entry::Entry;
 
 /// A body decompresses to at most this many times `max_entry_bytes` (a guard against a
 /// damaged or hostile value).
@@ -103,17 +104,6 @@ pub(crate) enum RemoteError {
     /// No answer within the deadline.
     #[error("redis did not answer within {0:?}")]
     Timeout(Duration),
-}
-
-/// Where a copy of an entry read from (or written to) Redis lives there, and its book as read.
-#[derive(Debug, Clone)]
-pub(crate) struct Mark {
-    /// The hash's key.
-    key: String,
-    /// `ver` as read.
-    ver: u64,
-    /// The book as read ([`codec::encode_book`]).
-    book: String,
 }
 
 /// How a [`RemoteStore`] is set up.
