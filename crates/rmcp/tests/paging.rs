@@ -26,10 +26,11 @@ fn rows() -> Value {
 }
 
 /// A result carrying what rmcp's model keeps beyond text: `_meta` on the result and on an
-/// item, annotations, structuredContent.
+/// item, annotations, structuredContent. (The text is not the structuredContent's JSON: a
+/// twin of a tool that declares no outputSchema is dropped by the engine, as the proxy does.)
 fn rich() -> CallToolResult {
     serde_json::from_value(json!({
-        "content": [{"type": "text", "text": "{\"ok\":true}",
+        "content": [{"type": "text", "text": "all good",
                      "_meta": {"app/item": 1}, "annotations": {"audience": ["user"], "priority": 0.5}}],
         "structuredContent": {"ok": true},
         "isError": false,
@@ -39,6 +40,7 @@ fn rich() -> CallToolResult {
 }
 
 #[derive(Clone)]
+#[allow(dead_code, reason = "the tool_handler macro reads tool_router")]
 struct Shop {
     tool_router: ToolRouter<Self>,
     resources_listed: Arc<AtomicUsize>,
