@@ -4,7 +4,8 @@ use mcp_budget_proxy::boundary::Boundary;
 use mcp_budget_proxy::config::Settings;
 use rmcp::{RoleServer, Service};
 
-use crate::{Budgeted, Error};
+use crate::error::Error;
+use crate::service::Budgeted;
 
 /// The token budget and the rest of the shaping settings; [`Budget::wrap`] puts them in
 /// front of a server.
@@ -34,7 +35,7 @@ impl Budget {
     /// The defaults above.
     pub fn new() -> Budget {
         Budget::from_settings(Settings {
-            jq_worker: crate::jq_worker_command(),
+            jq_worker: crate::worker::jq_worker_command(),
             ..Settings::default()
         })
     }

@@ -11,7 +11,7 @@ use rmcp::model::{CallToolResult, CustomResult, ListToolsResult, ServerResult};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::Error;
+use crate::error::Error;
 
 /// `value` as JSON.
 ///

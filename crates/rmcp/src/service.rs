@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::convert;
 use crate::tasks::TaskTools;
-use crate::Error;
+use crate::error::Error;
 
 /// An rmcp server (any `Service<RoleServer>`: a `ServerHandler`, a `Router`, another layer)
 /// whose tool results stay inside a token budget. Made by [`crate::Budget::wrap`].
