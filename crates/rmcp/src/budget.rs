@@ -11,7 +11,8 @@ use crate::service::Budgeted;
 /// front of a server.
 ///
 /// Defaults (those of `mcp-budget proxy`): 10,000 tokens (cl100k_base) per `tools/call`
-/// result, floats rounded to 9 significant digits, responses cached in memory (256 MiB, one
+/// result, as the `generic` client profile counts them (the worst of the known clients'
+/// renderings: content items, structuredContent alone, 40,000 chars at most), floats rounded to 9 significant digits, responses cached in memory (256 MiB, one
 /// hour after their last use; least recently used content spilled to files in the system
 /// temp dir), base64 payloads over 1,024 decoded bytes written to files in
 /// `<temp dir>/mcp-budget-blobs`, jq workers started as [`crate::jq_worker_command`] says.
@@ -36,6 +37,10 @@ impl Budget {
     pub fn new() -> Budget {
         Budget::from_settings(Settings {
             jq_worker: crate::worker::jq_worker_command(),
+            // The `generic` client profile, as `mcp-budget proxy` without `--client`: within
+            // the budget and the caps of every known client's rendering (Settings::default's
+            // `wire` counts only the wire's parts).
+            client: None,
             ..Settings::default()
         })
     }
