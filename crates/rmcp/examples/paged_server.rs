@@ -25,6 +25,10 @@ async fn main() -> anyhow::Result<()> {
     // query_response's jq worker is this same executable: run it when asked, before anything else.
     mcp_budget_rmcp::run_jq_worker_if_asked();
     let server = Budget::new().wrap(Shop)?;
-    server.serve(rmcp::transport::stdio()).await?.waiting().await?;
+    server
+        .serve(rmcp::transport::stdio())
+        .await?
+        .waiting()
+        .await?;
     Ok(())
 }

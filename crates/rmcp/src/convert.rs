@@ -90,5 +90,4 @@ mod tests {
         assert!(!is_call_result(&json!({"content": "text"})));
         assert!(is_call_result(&json!({"content": []})));
     }
-
 }

@@ -22,8 +22,8 @@ use serde::Deserialize as _;
 use serde_json::Value;
 
 use crate::convert;
-use crate::tasks::TaskTools;
 use crate::error::Error;
+use crate::tasks::TaskTools;
 
 /// An rmcp server (any `Service<RoleServer>`: a `ServerHandler`, a `Router`, another layer)
 /// whose tool results stay inside a token budget. Made by [`crate::Budget::wrap`].
@@ -159,7 +159,9 @@ impl<S: Service<RoleServer>> Budgeted<S> {
                 self.tasks.remember(&task.task.task_id, &tool);
                 Ok(result)
             }
-            ServerResult::CallToolResult(_) => Ok(self.shape_or_forward(tool, result, upstream_ms).await),
+            ServerResult::CallToolResult(_) => {
+                Ok(self.shape_or_forward(tool, result, upstream_ms).await)
+            }
             ServerResult::CustomResult(CustomResult(json)) if convert::is_call_result(json) => {
                 Ok(self.shape_or_forward(tool, result, upstream_ms).await)
             }
@@ -167,7 +169,12 @@ impl<S: Service<RoleServer>> Budgeted<S> {
         }
     }
 
-    async fn shape_or_forward(&self, tool: String, result: ServerResult, upstream_ms: u64) -> ServerResult {
+    async fn shape_or_forward(
+        &self,
+        tool: String,
+        result: ServerResult,
+        upstream_ms: u64,
+    ) -> ServerResult {
         match self.shape_call(tool.clone(), &result, upstream_ms).await {
             Ok(shaped) => shaped,
             Err(e) => {
@@ -193,7 +200,9 @@ impl<S: Service<RoleServer>> Budgeted<S> {
             .await?;
         let json = match &result {
             ServerResult::ListToolsResult(_) => convert::to_json(&result),
-            ServerResult::CustomResult(CustomResult(json)) if json.get("tools").is_some() => Ok(json.clone()),
+            ServerResult::CustomResult(CustomResult(json)) if json.get("tools").is_some() => {
+                Ok(json.clone())
+            }
             _ => return Ok(result),
         };
         let json = match json {
@@ -229,8 +238,13 @@ impl<S: Service<RoleServer>> Budgeted<S> {
         };
         let call = ServerResult::CustomResult(CustomResult(Value::Object(payload.clone())));
         match self.shape_call(tool.clone(), &call, 0).await {
-            Ok(ServerResult::CustomResult(CustomResult(Value::Object(shaped)))) => *payload = shaped,
-            Ok(_) => tracing::warn!(tool, "a task's shaped payload is not an object; forwarded unshaped"),
+            Ok(ServerResult::CustomResult(CustomResult(Value::Object(shaped)))) => {
+                *payload = shaped
+            }
+            Ok(_) => tracing::warn!(
+                tool,
+                "a task's shaped payload is not an object; forwarded unshaped"
+            ),
             Err(e) => tracing::warn!(tool, error = %e, "a task's payload forwarded unshaped"),
         }
         Ok(result)
@@ -292,7 +306,8 @@ fn mark_complete(result: &mut ServerResult, context: &RequestContext<RoleServer>
         }
         ServerResult::CallToolResult(r) => r.result_type = None,
         ServerResult::CustomResult(CustomResult(Value::Object(o))) if new => {
-            o.entry("resultType").or_insert_with(|| Value::from("complete"));
+            o.entry("resultType")
+                .or_insert_with(|| Value::from("complete"));
         }
         _ => {}
     }

@@ -56,6 +56,9 @@ mod tests {
         }
         assert_eq!(t.tool_of("t0"), "");
         assert_eq!(t.tool_of("t1"), "tool1");
-        assert_eq!(t.tool_of(&format!("t{MAX_TASKS}")), format!("tool{MAX_TASKS}"));
+        assert_eq!(
+            t.tool_of(&format!("t{MAX_TASKS}")),
+            format!("tool{MAX_TASKS}")
+        );
     }
 }

@@ -7,7 +7,9 @@ use mcp_budget_core::tokens::Encoding;
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, RoleServer, Service, ServiceExt};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf};
+use tokio::io::{
+    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
+};
 
 /// The budget of these tests, in tokens.
 pub const BUDGET: usize = 2_000;
@@ -33,7 +35,10 @@ pub async fn connect<S: Service<RoleServer>>(server: S) -> RunningService<RoleCl
 
 /// Model-visible tokens of a CallToolResult (wire JSON): its `text` items, cl100k_base.
 pub fn visible_tokens(result: &Value) -> usize {
-    texts(result).iter().map(|t| Encoding::Cl100kBase.count(t)).sum()
+    texts(result)
+        .iter()
+        .map(|t| Encoding::Cl100kBase.count(t))
+        .sum()
 }
 
 /// The `text` of every text item.
@@ -75,7 +80,11 @@ impl Raw {
             }
         });
         let (read, write) = tokio::io::split(client_end);
-        let mut raw = Raw { lines: BufReader::new(read).lines(), write, next_id: 1 };
+        let mut raw = Raw {
+            lines: BufReader::new(read).lines(),
+            write,
+            next_id: 1,
+        };
         let init = raw
             .request(
                 "initialize",
@@ -84,7 +93,8 @@ impl Raw {
             )
             .await;
         assert!(init.get("result").is_some(), "initialize: {init}");
-        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
         raw
     }
 
@@ -98,9 +108,15 @@ impl Raw {
     pub async fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
         loop {
-            let line = self.lines.next_line().await.expect("read").expect("a response");
+            let line = self
+                .lines
+                .next_line()
+                .await
+                .expect("read")
+                .expect("a response");
             let message: Value = serde_json::from_str(&line).expect("JSON-RPC");
             if message.get("id") == Some(&json!(id)) {
                 return message;
@@ -113,6 +129,9 @@ impl Raw {
         let response = self
             .request("tools/call", json!({"name": name, "arguments": arguments}))
             .await;
-        response.get("result").cloned().unwrap_or_else(|| panic!("tools/call {name}: {response}"))
+        response
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("tools/call {name}: {response}"))
     }
 }

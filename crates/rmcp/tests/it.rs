@@ -22,7 +22,10 @@ fn every_test_file_is_a_module() {
         let name = name.to_string_lossy();
         if name.ends_with(".rs") && name != "it.rs" {
             let line = format!("#[path = \"{name}\"]");
-            assert!(this.contains(&line), "tests/{name} is not a module of tests/it.rs");
+            assert!(
+                this.contains(&line),
+                "tests/{name} is not a module of tests/it.rs"
+            );
         }
     }
 }

@@ -77,7 +77,12 @@ impl Shop {
 #[tool_handler]
 impl ServerHandler for Shop {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
     }
 
     async fn list_resources(
@@ -86,17 +91,29 @@ impl ServerHandler for Shop {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.resources_listed.fetch_add(1, Ordering::SeqCst);
-        Ok(serde_json::from_value(json!({"resources": [{"uri": "shop://orders", "name": "orders"}]}))
-            .expect("a ListResourcesResult"))
+        Ok(serde_json::from_value(
+            json!({"resources": [{"uri": "shop://orders", "name": "orders"}]}),
+        )
+        .expect("a ListResourcesResult"))
     }
 }
 
 fn shop() -> (Shop, Arc<AtomicUsize>) {
     let count = Arc::new(AtomicUsize::new(0));
-    (Shop { tool_router: Shop::tool_router(), resources_listed: Arc::clone(&count) }, count)
+    (
+        Shop {
+            tool_router: Shop::tool_router(),
+            resources_listed: Arc::clone(&count),
+        },
+        count,
+    )
 }
 
-async fn call(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>, name: &str, args: Value) -> Value {
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    name: &str,
+    args: Value,
+) -> Value {
     let mut params = CallToolRequestParams::new(name.to_owned());
     params.arguments = args.as_object().cloned();
     let result = client.call_tool(params).await.expect("tools/call");
@@ -111,8 +128,16 @@ async fn tools_list_shows_the_tools_and_read_more_and_query_response() {
     for want in ["orders", "hello", "rich", "read_more", "query_response"] {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
-    let read_more = tools.iter().find(|t| t.name == "read_more").expect("read_more");
-    assert!(read_more.input_schema.get("properties").is_some_and(|p| p.get("cursor").is_some()));
+    let read_more = tools
+        .iter()
+        .find(|t| t.name == "read_more")
+        .expect("read_more");
+    assert!(
+        read_more
+            .input_schema
+            .get("properties")
+            .is_some_and(|p| p.get("cursor").is_some())
+    );
 }
 
 #[tokio::test]
@@ -131,18 +156,36 @@ async fn big_result_pages_within_the_budget_and_read_more_reassembles_it() {
             page1_tokens = used;
         }
         let body: Value = serde_json::from_str(&texts(&page)[0]).expect("each page is JSON");
-        rows_seen.extend(body.as_array().expect("a page of the array").iter().cloned());
+        rows_seen.extend(
+            body.as_array()
+                .expect("a page of the array")
+                .iter()
+                .cloned(),
+        );
         let meta = meta_item(&page).expect("a meta item on every page of a paged result");
         let position = &page["_meta"]["mcp-budget/page"];
         assert_eq!(position["page"], json!(pages - 1));
-        assert_eq!(position["next_cursor"], meta.get("next_cursor").cloned().unwrap_or(Value::Null));
-        let Some(cursor) = meta["next_cursor"].as_str() else { break };
-        assert!(meta["hint"].as_str().is_some_and(|h| h.contains("read_more")));
+        assert_eq!(
+            position["next_cursor"],
+            meta.get("next_cursor").cloned().unwrap_or(Value::Null)
+        );
+        let Some(cursor) = meta["next_cursor"].as_str() else {
+            break;
+        };
+        assert!(
+            meta["hint"]
+                .as_str()
+                .is_some_and(|h| h.contains("read_more"))
+        );
         page = call(&client, "read_more", json!({"cursor": cursor})).await;
         assert!(pages < 500, "cursors do not terminate");
     }
     assert!(pages > 10, "only {pages} pages");
-    assert_eq!(Value::from(rows_seen), rows(), "the pages put together are the rows");
+    assert_eq!(
+        Value::from(rows_seen),
+        rows(),
+        "the pages put together are the rows"
+    );
     println!("orders: page 1 {page1_tokens} tokens of {BUDGET}; {pages} pages");
 }
 
@@ -150,7 +193,10 @@ async fn big_result_pages_within_the_budget_and_read_more_reassembles_it() {
 async fn a_small_result_passes_unchanged() {
     let client = connect(budgeted(shop().0)).await;
     let got = call(&client, "hello", json!({})).await;
-    assert_eq!(got["content"], json!([{"type": "text", "text": "hello, world"}]));
+    assert_eq!(
+        got["content"],
+        json!([{"type": "text", "text": "hello, world"}])
+    );
     assert!(got.get("_meta").is_none());
 }
 
@@ -169,7 +215,10 @@ async fn meta_annotations_and_structured_content_are_kept() {
     assert_eq!(got, want);
 
     let big = call(&client, "rich_big", json!({})).await;
-    assert_eq!(big["_meta"]["app/trace"], "t-1", "the result's own _meta beside the page's");
+    assert_eq!(
+        big["_meta"]["app/trace"], "t-1",
+        "the result's own _meta beside the page's"
+    );
     assert!(big["_meta"]["mcp-budget/page"].is_object());
     assert_eq!(big["content"][0]["annotations"], json!({"priority": 0.25}));
     assert!(visible_tokens(&big) <= BUDGET);
@@ -183,10 +232,16 @@ async fn other_requests_reach_the_inner_service() {
     assert_eq!(resources.resources.len(), 1);
     assert_eq!(resources.resources[0].uri, "shop://orders");
     assert_eq!(listed.load(Ordering::SeqCst), 1);
-    client.peer().send_request(rmcp::model::ClientRequest::PingRequest(Default::default()))
+    client
+        .peer()
+        .send_request(rmcp::model::ClientRequest::PingRequest(Default::default()))
         .await
         .expect("ping");
-    assert!(client.peer_info().is_some_and(|i| i.capabilities.tools.is_some()));
+    assert!(
+        client
+            .peer_info()
+            .is_some_and(|i| i.capabilities.tools.is_some())
+    );
 }
 
 #[tokio::test]
@@ -197,5 +252,8 @@ async fn a_bad_cursor_is_an_error_result_not_a_crash() {
     let text: Value = serde_json::from_str(&texts(&got)[0]).expect("JSON");
     assert_eq!(text["error"], "cursor_invalid");
     // The server still answers.
-    assert_eq!(call(&client, "hello", json!({})).await["content"][0]["text"], "hello, world");
+    assert_eq!(
+        call(&client, "hello", json!({})).await["content"][0]["text"],
+        "hello, world"
+    );
 }

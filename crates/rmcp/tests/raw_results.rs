@@ -7,8 +7,8 @@ mod common;
 
 use common::{BUDGET, Raw, budgeted, meta_item, visible_tokens};
 use rmcp::model::{
-    ClientNotification, ClientRequest, CreateTaskResult, CustomResult, DetailedTask,
-    GetTaskResult, ServerCapabilities, ServerConfig, ServerResult, Task, TaskPayload, TaskStatus,
+    ClientNotification, ClientRequest, CreateTaskResult, CustomResult, DetailedTask, GetTaskResult,
+    ServerCapabilities, ServerConfig, ServerResult, Task, TaskPayload, TaskStatus,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, Service};
@@ -24,7 +24,9 @@ fn unknown(text: String) -> Value {
 }
 
 fn big_text() -> String {
-    let rows: Vec<Value> = (0..2_000).map(|i| json!({"id": i, "v": format!("value {i}")})).collect();
+    let rows: Vec<Value> = (0..2_000)
+        .map(|i| json!({"id": i, "v": format!("value {i}")}))
+        .collect();
     Value::from(rows).to_string()
 }
 
@@ -51,8 +53,15 @@ impl Service<RoleServer> for Handmade {
                 ))),
             },
             ClientRequest::GetTaskRequest(_) => {
-                let Value::Object(payload) = unknown(big_text()) else { unreachable!() };
-                let task = Task::new("task-1", TaskStatus::Completed, "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z");
+                let Value::Object(payload) = unknown(big_text()) else {
+                    unreachable!()
+                };
+                let task = Task::new(
+                    "task-1",
+                    TaskStatus::Completed,
+                    "2026-01-01T00:00:00Z",
+                    "2026-01-01T00:00:01Z",
+                );
                 ServerResult::GetTaskResult(GetTaskResult::new(DetailedTask::new(
                     task,
                     TaskPayload::Completed { result: payload },
@@ -103,7 +112,11 @@ async fn a_task_handle_passes_and_its_completed_payload_is_shaped() {
     let got = raw.request("tasks/get", json!({"taskId": "task-1"})).await;
     let payload = &got["result"]["result"];
     assert_eq!(got["result"]["status"], "completed", "{got}");
-    assert!(visible_tokens(payload) <= BUDGET, "{} tokens", visible_tokens(payload));
+    assert!(
+        visible_tokens(payload) <= BUDGET,
+        "{} tokens",
+        visible_tokens(payload)
+    );
     let meta = meta_item(payload).expect("the payload is paged");
     let cursor = meta["next_cursor"].as_str().expect("a cursor");
     let next = raw.call("read_more", json!({"cursor": cursor})).await;
