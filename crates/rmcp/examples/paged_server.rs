@@ -4,7 +4,6 @@
 //!
 //!     cargo build -p mcp-budget-rmcp --example paged_server
 //!     target/debug/examples/paged_server    # speaks MCP on stdin/stdout
-use mcp_budget_rmcp::Budget;
 use rmcp::{ServiceExt, tool, tool_router};
 
 #[derive(Clone)]
@@ -14,8 +13,7 @@ struct Shop;
 impl Shop {
     #[tool(description = "Every order of the shop, as a JSON array")]
     fn orders(&self) -> String {
-        let city = |i: u64| ["Oslo", "Lima", "Pune"][i as usize % 3];
-        let row = |i| serde_json::json!({"id": i, "sku": format!("sku-{:05}", i * 7919 % 100_000), "qty": i % 17, "city": city(i), "cents": i * 37 % 10_000});
+        let row = |i: u64| serde_json::json!({"id": i, "sku": format!("sku-{:05}", i * 7919 % 100_000), "qty": i % 17, "city": (["Oslo", "Lima", "Pune"][i as usize % 3]), "cents": i * 37 % 10_000});
         serde_json::Value::from_iter((0..4_000).map(row)).to_string()
     }
 }
@@ -24,11 +22,8 @@ impl Shop {
 async fn main() -> anyhow::Result<()> {
     // query_response's jq worker is this same executable: run it when asked, before anything else.
     mcp_budget_rmcp::run_jq_worker_if_asked();
-    let server = Budget::new().wrap(Shop)?;
-    server
-        .serve(rmcp::transport::stdio())
-        .await?
-        .waiting()
-        .await?;
+    let server = mcp_budget_rmcp::Budget::new().wrap(Shop)?;
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
     Ok(())
 }
