@@ -97,18 +97,21 @@ impl<S> Budgeted<S> {
         })
     }
 
+    /// The answer to a call of `read_more` or `query_response` (or their prefixed names);
+    /// `None` when the engine has none after all (the call then goes to the inner service).
     async fn answer_injected(
         &self,
         params: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<ServerResult, Error> {
+    ) -> Result<Option<ServerResult>, Error> {
         let params = convert::to_json(params)?;
         let boundary = Arc::clone(&self.boundary);
-        let answer = blocking(move || boundary.answer_injected(&params)).await?;
-        // `answers` said yes, so there is an answer; `null` would be a bug of the engine's.
-        let mut result = convert::call_result(answer.unwrap_or(Value::Null));
+        let Some(answer) = blocking(move || boundary.answer_injected(&params)).await? else {
+            return Ok(None);
+        };
+        let mut result = convert::call_result(answer);
         mark_complete(&mut result, context);
-        Ok(result)
+        Ok(Some(result))
     }
 }
 
@@ -119,15 +122,21 @@ impl<S: Service<RoleServer>> Budgeted<S> {
         context: RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
         if self.boundary.answers(&request.params.name) {
-            return self
-                .answer_injected(&request.params, &context)
-                .await
-                .map_err(|e| ErrorData::internal_error(e.to_string(), None));
+            match self.answer_injected(&request.params, &context).await {
+                Ok(Some(answer)) => return Ok(answer),
+                Ok(None) => {}
+                // The engine stopped (a panic, the runtime shutting down): the client learns
+                // why; nothing of an inner result is lost, there was none.
+                Err(e) => return Err(ErrorData::internal_error(e.to_string(), None)),
+            }
         }
         let mut tool = request.params.name.to_string();
-        if self.boundary.may_route(&tool) {
-            let params = convert::to_json(&request.params)
-                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        // Config rules (`[tools_list]`) may refuse a tool or turn `call_tool` into a call.
+        let params = self.boundary.may_route(&tool);
+        if let Some(params) = params
+            .then(|| convert::to_json(&request.params).ok())
+            .flatten()
+        {
             match self.boundary.route_call(&params) {
                 CallRoute::Forward => {}
                 CallRoute::Answer(answer) => {
