@@ -40,5 +40,11 @@ if [ -z "${MCP_BUDGET_BIN:-}" ]; then
   export MCP_BUDGET_BIN="$root/target/debug/mcp-budget"
 fi
 
+# The rmcp layer's example server (test_claude_code.py's rmcp case): built once.
+if [ -z "${MCP_BUDGET_RMCP_EXAMPLE:-}" ]; then
+  (cd "$root" && cargo build --quiet -p mcp-budget-rmcp --example paged_server)
+  export MCP_BUDGET_RMCP_EXAMPLE="$root/target/debug/examples/paged_server"
+fi
+
 cd "$here"
 exec "$E2E_CACHE/venv/bin/python" -m pytest -p no:cacheprovider -q "$@"

@@ -177,3 +177,34 @@ def test_direct_path():
     offered = {n for r in run.server.agent_requests() for n in model_anthropic.offered(r)}
     assert not any(n.endswith("read_more") for n in offered)
     print(f"\nclaude-code direct {case.name}: {[len(h) for h in pager.handed]} chars: {pager.handed[0][-300:]!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The rmcp layer (crates/rmcp): an rmcp server that shapes its own results, no proxy in between.
+
+RMCP_EXAMPLE = Path(os.environ.get("MCP_BUDGET_RMCP_EXAMPLE",
+                                   HERE.parent.parent / "target" / "debug" / "examples" / "paged_server"))
+
+
+def _orders() -> list[dict]:
+    """What the example's `orders` tool holds (the formula of crates/rmcp/examples/paged_server.rs)."""
+    return [{"id": i, "sku": f"sku-{i * 7919 % 100_000:05}", "qty": i % 17, "city": ["Oslo", "Lima", "Pune"][i % 3],
+             "cents": i * 37 % 10_000} for i in range(4_000)]
+
+
+@needs_claude
+@pytest.mark.skipif(common is None, reason="tests/clients/common.py or pager.py missing")
+@pytest.mark.skipif(not RMCP_EXAMPLE.exists(), reason=f"{RMCP_EXAMPLE} not built (run.sh builds it)")
+def test_rmcp_layer_example():
+    """crates/rmcp's paged_server (an rmcp stdio server wrapped with mcp_budget_rmcp::Budget)
+    straight in Claude Code's config: each text handed to the model within the budget, page 1
+    shows the cursor and read_more, every row reached through read_more."""
+    case = common.Case("rmcp-paged_server", "rmcp", str(RMCP_EXAMPLE), [], "orders", {})
+    # The direct result, without the layer: the rows as one JSON text (what the tool returns).
+    common._DIRECT[case.name] = {"content": [{"type": "text", "text": json.dumps(_orders())}]}
+    pager, run = run_case(case, case.direct())
+    print(f"\nclaude-code {case.name}: {len(pager.handed)} results, {[len(h) for h in pager.handed]} chars, "
+          f"{pager.case_search_trips} searches for the tool, {run.seconds:.1f}s")
+    row = common.record("claude-code", case, pager, ENCODING)
+    print(f"  handed tokens {row['tokens']}, coverage {row['coverage_pct']}%, page 1 shows the way: {row['page1_way']}")
+    assert row["results"] > 1, "the rows came in one piece: nothing was paged"

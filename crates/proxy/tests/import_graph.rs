@@ -557,6 +557,7 @@ fn crates() -> Vec<Crate> {
         load("mcp-budget-core", &root.join("core/src")),
         load("mcp-budget-proxy", &root.join("proxy/src")),
         load("mcp-budget-fixture", &root.join("fixture/src")),
+        load("mcp-budget-rmcp", &root.join("rmcp/src")),
         load("mcp-budget", &root.join("cli/src")),
     ]
 }

@@ -126,28 +126,35 @@ impl WorkerArgs {
 /// The worker's entry: `args` are its arguments after the program name (and subcommand):
 /// `--memory-bytes N --cpu-secs N`. Reads stdin, writes stdout as the module docs say.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    ExitCode::from(run(args))
+}
+
+/// [`main`] returning the exit status as a number (0, 2 or 3, as the module docs say), for a
+/// program that ends with [`std::process::exit`] (an rmcp server whose `main` runs the worker
+/// when its arguments ask for it: `mcp-budget-rmcp`).
+pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
     let args = match WorkerArgs::parse(args) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("mcp-budget jq-worker: {e}");
-            return ExitCode::from(2);
+            return 2;
         }
     };
     if let Err(e) = limit_self(args) {
         eprintln!("mcp-budget jq-worker: cannot set its limits: {e}");
-        return ExitCode::from(3);
+        return 3;
     }
     let mut hello = std::io::stdout();
     if writeln!(hello, "{HELLO}")
         .and_then(|()| hello.flush())
         .is_err()
     {
-        return ExitCode::from(2);
+        return 2;
     }
     let mut stdin = Vec::new();
     if let Err(e) = std::io::stdin().lock().read_to_end(&mut stdin) {
         eprintln!("mcp-budget jq-worker: cannot read stdin: {e}");
-        return ExitCode::from(2);
+        return 2;
     }
     let done = std::thread::Builder::new()
         .name("jq".to_owned())
@@ -168,9 +175,9 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             writeln!(stdout, "{last}").and_then(|()| stdout.flush())
         });
     match done.map(std::thread::JoinHandle::join) {
-        Ok(Ok(Ok(()))) => ExitCode::SUCCESS,
-        Ok(Ok(Err(_))) => ExitCode::from(2),
-        Ok(Err(_)) | Err(_) => ExitCode::from(3),
+        Ok(Ok(Ok(()))) => 0,
+        Ok(Ok(Err(_))) => 2,
+        Ok(Err(_)) | Err(_) => 3,
     }
 }
 

@@ -1,0 +1,31 @@
+//! Every integration test of this crate in one test binary: each `tests/NAME.rs` is the module
+//! `NAME` here. A new `tests/NAME.rs` must be listed below (`autotests = false` in
+//! Cargo.toml): `every_test_file_is_a_module` fails until it is.
+
+// Each module keeps its own `mod common;`: the shared helpers compile once per module.
+#![allow(clippy::duplicate_mod)]
+
+#[path = "common.rs"]
+mod common;
+#[path = "paging.rs"]
+mod paging;
+#[path = "raw_results.rs"]
+mod raw_results;
+
+/// Every `tests/*.rs` file is one of the modules above (Cargo no longer finds them by itself).
+#[test]
+fn every_test_file_is_a_module() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests");
+    let this = include_str!("it.rs");
+    for entry in std::fs::read_dir(dir).expect("the tests directory") {
+        let name = entry.expect("a directory entry").file_name();
+        let name = name.to_string_lossy();
+        if name.ends_with(".rs") && name != "it.rs" {
+            let line = format!("#[path = \"{name}\"]");
+            assert!(
+                this.contains(&line),
+                "tests/{name} is not a module of tests/it.rs"
+            );
+        }
+    }
+}
