@@ -21,9 +21,11 @@ use std::path::{Path, PathBuf};
 /// Issue 35's goal is 2.
 const LARGEST_CIRCLE: usize = 21;
 
-/// Files in circles of more than one file, all crates together, today (core 19, proxy 47:
-/// boundary 21, relay 15, mux 4, serve 4, jq 3; fixture 3, the binary 13).
-const FILES_IN_CIRCLES: usize = 82;
+/// Files in circles of more than one file, all crates together, today (core 19, proxy 32:
+/// boundary 21, mux 4, serve 4, jq 3; fixture 3, the binary 13). The relay's 15 went when its
+/// tasks' shared state, the HTTP transport's state, the OAuth options and error, the stateless
+/// protocol test and the id read off a line's end moved to leaf modules.
+const FILES_IN_CIRCLES: usize = 67;
 
 /// One crate's files: module path (segments under the crate root) → file, relative to `src`.
 struct Crate {

@@ -16,11 +16,14 @@ use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
 
 use super::lines::{Frame, LineReader};
+use super::protocol::is_stateless;
 use super::route::{self, Entry, Parsed, Track};
 use super::scan::Scan;
+use super::shaper::{CallRoute, Shaper};
+use super::shared::Shared;
 use super::threads::BlockingStdin;
 use super::writer::ClientOut;
-use super::{CallRoute, Shaper, Shared, log, reply, rewrite};
+use super::{log, reply, rewrite};
 
 /// The server's stdin, or the queue of a transport that moves whole messages (Streamable
 /// HTTP), until it breaks. Dropping it closes the pipe (or the queue); the stdio relay's
@@ -390,24 +393,9 @@ async fn refuse(line: &[u8], scan: Scan, not_json: bool, out: &ClientOut) {
     }
 }
 
-/// Whether a request speaks the stateless protocol (2026-07-28 or later): its
-/// `_meta["io.modelcontextprotocol/protocolVersion"]` is such a version. Versions are dates,
-/// so they compare as strings.
-pub(super) fn is_stateless(params: &serde_json::Value) -> bool {
-    params
-        .get("_meta")
-        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
-        .and_then(serde_json::Value::as_str)
-        .is_some_and(|v| v >= STATELESS_SINCE)
-}
-
-/// The first protocol version without `initialize`, whose results carry `resultType`.
-const STATELESS_SINCE: &str = "2026-07-28";
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     #[cfg(unix)]
     use std::io::Read;
 
@@ -449,17 +437,5 @@ mod tests {
         let mut got = String::new();
         reader.read_to_string(&mut got).expect("read");
         assert_eq!(got, "");
-    }
-
-    #[test]
-    fn stateless_requests_are_told_by_their_meta() {
-        let meta = |v: &str| json!({"name": "read_more", "_meta": {"io.modelcontextprotocol/protocolVersion": v}});
-        assert!(is_stateless(&meta("2026-07-28")));
-        assert!(is_stateless(&meta("2027-01-01")));
-        assert!(!is_stateless(&meta("2025-11-25")));
-        assert!(!is_stateless(&json!({"name": "read_more"})));
-        assert!(!is_stateless(
-            &json!({"name": "read_more", "_meta": {"progressToken": 1}})
-        ));
     }
 }

@@ -16,13 +16,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::lines::{Frame, FrameSource};
 use super::route::{self, Entry, Parsed, Track};
-use super::scan::{Scan, Scanner};
+use super::scan::{Scan, Scanner, tail_id};
+use super::shaper::{Shaper, Unchanged};
+use super::shared::Shared;
 use super::writer::ClientOut;
-use super::{Shaper, Shared, log, reply, split, unparsed};
+use super::{log, reply, split, unparsed};
 
 /// Results up to this many bytes (of JSON text) are shaped on the reader task itself: 16 KiB,
 /// a few thousand tokens, well under a millisecond of work.
@@ -183,26 +184,6 @@ fn decide_big(line: Vec<u8>, head: Scan, shared: &Shared) -> Step {
     }
 }
 
-/// How many last bytes of a line [`tail_id`] looks at.
-const TAIL_BYTES: usize = 256;
-
-/// The raw id of a line that ends with its top-level `id` member (`…,"id":7}`, the
-/// TypeScript SDK's order): a guess from the last [`TAIL_BYTES`] (`"id"` inside a nested
-/// object is followed by more than one `}`, so it is never taken), to be checked by the
-/// envelope's parse; `None` when the line does not end that way.
-pub(super) fn tail_id(line: &[u8]) -> Option<Vec<u8>> {
-    let from = line.len().saturating_sub(TAIL_BYTES);
-    let tail = &line[from..];
-    let key = memchr::memmem::rfind(tail, b"\"id\"")?;
-    let after_key = tail[key + 4..].trim_ascii_start();
-    let value = after_key.strip_prefix(b":")?.trim_ascii_start();
-    let mut values = serde_json::Deserializer::from_slice(value).into_iter::<&RawValue>();
-    let id = values.next()?.ok()?;
-    let rest = value.get(values.byte_offset()..)?.trim_ascii();
-    let scalar = !matches!(id.get().as_bytes().first(), Some(b'{' | b'['));
-    (scalar && rest == b"}").then(|| id.get().as_bytes().to_vec())
-}
-
 /// [`route_line`] for `line` whose bytes at `result` are a JSON value already read (by
 /// [`split::value_at`], which took `read_for`): the envelope is read with that value written
 /// `0`, when that is where its `result` is (else the whole line is). The envelope and the
@@ -315,7 +296,7 @@ impl Job {
 /// What is left to do once a shaped line is sent: the accounting of a result that went out
 /// unchanged ([`Shaper::account_unchanged`]), if it was one.
 #[must_use = "the call is accounted for only by `Sent::done`"]
-struct Sent(Option<(Arc<dyn Shaper>, crate::relay::Unchanged)>);
+struct Sent(Option<(Arc<dyn Shaper>, Unchanged)>);
 
 impl Sent {
     fn done(self) {
@@ -497,7 +478,7 @@ fn shape(
     span: Range<usize>,
     upstream_ms: u64,
     parsed: Option<Value>,
-) -> (Vec<u8>, Option<crate::relay::Unchanged>) {
+) -> (Vec<u8>, Option<Unchanged>) {
     // The clock is read for the debug lines only.
     let started = log::debug_on().then(Instant::now);
     let elapsed = || started.map(|s| s.elapsed()).unwrap_or_default();
@@ -668,27 +649,6 @@ mod tests {
         note.extend(std::iter::repeat_n(b'x', OFFLOAD_BYTES));
         note.extend(br#""},"jsonrpc":"2.0"}"#);
         assert!(!looks_like_response(&Scanner::head(&note, HEAD_BYTES)));
-    }
-
-    #[test]
-    fn an_id_at_the_end_of_a_line_is_read_only_when_it_is_the_top_level_one() {
-        let id =
-            |line: &str| tail_id(line.as_bytes()).map(|v| String::from_utf8_lossy(&v).into_owned());
-        assert_eq!(
-            id(r#"{"result":{},"jsonrpc":"2.0","id":7}"#).as_deref(),
-            Some("7")
-        );
-        assert_eq!(
-            id(r#"{"result":{},"id" : "a\"}" } "#).as_deref(),
-            Some(r#""a\"}""#)
-        );
-        assert_eq!(id(r#"{"result":{},"id":null}"#).as_deref(), Some("null"));
-        // Nested, an object, or not the last member: no guess.
-        assert_eq!(id(r#"{"result":{"x":{"id":5}}}"#), None);
-        assert_eq!(id(r#"{"result":{},"_meta":{"id":5}}"#), None);
-        assert_eq!(id(r#"{"result":{},"id":{"a":1}}"#), None);
-        assert_eq!(id(r#"{"id":7,"result":{}}"#), None);
-        assert_eq!(id(r#"{"result":{},"id":7"#), None);
     }
 
     #[test]

@@ -53,7 +53,7 @@
 //! # }
 //! ```
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -66,12 +66,14 @@ mod from_server;
 mod http;
 mod lines;
 mod log;
+mod protocol;
 mod remote;
 mod reply;
 mod rewrite;
 mod route;
 mod scan;
 mod shaper;
+mod shared;
 pub mod split;
 mod stdio;
 mod threads;
@@ -90,7 +92,7 @@ pub use shaper::Unchanged;
 pub use upstream::Upstream;
 
 use lines::LineReader;
-use route::Pending;
+use shared::Shared;
 use threads::{BlockingRead, Client, Worker};
 use writer::ClientOut;
 // The Streamable HTTP server (`crate::serve`) routes the relay's output by the same rules.
@@ -173,55 +175,6 @@ pub struct RelayExit {
     pub code: i32,
     /// Why it stopped.
     pub cause: StopCause,
-}
-
-/// State shared by the relay's tasks.
-pub(crate) struct Shared {
-    pending: Mutex<Pending>,
-    shaper: Option<Arc<dyn Shaper>>,
-    max_line_bytes: usize,
-    /// Set when the server's reader is stopped: a reader on a thread of its own, which cannot
-    /// be aborted, checks it after each read and sends nothing more.
-    server_stopped: std::sync::atomic::AtomicBool,
-}
-
-impl Shared {
-    fn new(shaper: Option<Arc<dyn Shaper>>, max_line_bytes: usize) -> Shared {
-        Shared {
-            pending: Mutex::new(Pending::default()),
-            shaper,
-            max_line_bytes,
-            server_stopped: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
-
-    /// Whether the server's reader was stopped.
-    fn server_stopped(&self) -> bool {
-        self.server_stopped
-            .load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// Stops the server's reader: `reader`'s task is aborted; a thread stops at its next line.
-    fn stop_server<T: Send + 'static>(&self, reader: &Worker<T>) {
-        self.server_stopped
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        reader.abort();
-    }
-
-    /// The pending table (a panic elsewhere never makes it unusable).
-    fn pending(&self) -> MutexGuard<'_, Pending> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Accounts (telemetry) for a `tools/call` answered with an error instead of a result:
-    /// by the server, or by the relay in its place (exit, timeout). Other requests: nothing.
-    fn note_call_error(&self, entry: &route::Entry) {
-        if let (Some(shaper), route::Track::Call { tool }) = (&self.shaper, &entry.track) {
-            let upstream_ms =
-                u64::try_from(entry.sent_at.elapsed().as_millis()).unwrap_or(u64::MAX);
-            shaper.note_call_error(tool, upstream_ms);
-        }
-    }
 }
 
 /// The relay between one client and one upstream server.

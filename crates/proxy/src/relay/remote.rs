@@ -17,10 +17,11 @@ use tokio::time::timeout;
 use super::from_client::ToServer;
 use super::http::{self, HttpUpstream};
 use super::lines::{FrameQueue, LineReader};
+use super::shared::Shared;
 use super::writer::ClientOut;
 use super::{
-    DRAIN_AFTER_EXIT, Relay, RelayError, RelayExit, Shared, StopCause, WRITER_DRAIN,
-    answer_orphans, expire_requests, from_client, from_server, log, writer,
+    DRAIN_AFTER_EXIT, Relay, RelayError, RelayExit, StopCause, WRITER_DRAIN, answer_orphans,
+    expire_requests, from_client, from_server, log, writer,
 };
 
 /// How long the transport gets, after the client left, to end the session (HTTP DELETE) once

@@ -9,7 +9,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::route;
-use super::{Rewrite, Shaper, log, reply};
+use super::shaper::{Rewrite, Shaper};
+use super::{log, reply};
 
 /// What becomes of the line.
 pub(super) enum Outcome {
@@ -61,7 +62,7 @@ pub(super) async fn rewrite(
     };
     let stateless = params
         .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
-        .is_some_and(|p| super::from_client::is_stateless(&p));
+        .is_some_and(|p| super::protocol::is_stateless(&p));
     let tool = tool.to_owned();
     let decided = tokio::task::spawn_blocking(move || shaper.rewrite_call(&tool, value)).await;
     match decided {

@@ -8,6 +8,11 @@
 //!
 //! It is not a validator: it tracks strings, escapes and bracket depth only, and stops at the
 //! first byte that cannot continue a top-level object. Everything before that byte counts.
+//!
+//! [`tail_id`] reads the id off the end of a line instead, for a long response whose id comes
+//! after its result (the TypeScript SDK's order).
+
+use serde_json::value::RawValue;
 
 /// What a lenient scan found at the top level of one line.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -326,6 +331,26 @@ fn is_id_value(raw: &[u8]) -> bool {
     )
 }
 
+/// How many last bytes of a line [`tail_id`] looks at.
+const TAIL_BYTES: usize = 256;
+
+/// The raw id of a line that ends with its top-level `id` member (`…,"id":7}`, the
+/// TypeScript SDK's order): a guess from the last [`TAIL_BYTES`] (`"id"` inside a nested
+/// object is followed by more than one `}`, so it is never taken), to be checked by the
+/// envelope's parse; `None` when the line does not end that way.
+pub(crate) fn tail_id(line: &[u8]) -> Option<Vec<u8>> {
+    let from = line.len().saturating_sub(TAIL_BYTES);
+    let tail = &line[from..];
+    let key = memchr::memmem::rfind(tail, b"\"id\"")?;
+    let after_key = tail[key + 4..].trim_ascii_start();
+    let value = after_key.strip_prefix(b":")?.trim_ascii_start();
+    let mut values = serde_json::Deserializer::from_slice(value).into_iter::<&RawValue>();
+    let id = values.next()?.ok()?;
+    let rest = value.get(values.byte_offset()..)?.trim_ascii();
+    let scalar = !matches!(id.get().as_bytes().first(), Some(b'{' | b'['));
+    (scalar && rest == b"}").then(|| id.get().as_bytes().to_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -450,5 +475,26 @@ mod tests {
                 prop_assert!(is_id_value(&id));
             }
         }
+    }
+
+    #[test]
+    fn an_id_at_the_end_of_a_line_is_read_only_when_it_is_the_top_level_one() {
+        let id =
+            |line: &str| tail_id(line.as_bytes()).map(|v| String::from_utf8_lossy(&v).into_owned());
+        assert_eq!(
+            id(r#"{"result":{},"jsonrpc":"2.0","id":7}"#).as_deref(),
+            Some("7")
+        );
+        assert_eq!(
+            id(r#"{"result":{},"id" : "a\"}" } "#).as_deref(),
+            Some(r#""a\"}""#)
+        );
+        assert_eq!(id(r#"{"result":{},"id":null}"#).as_deref(), Some("null"));
+        // Nested, an object, or not the last member: no guess.
+        assert_eq!(id(r#"{"result":{"x":{"id":5}}}"#), None);
+        assert_eq!(id(r#"{"result":{},"_meta":{"id":5}}"#), None);
+        assert_eq!(id(r#"{"result":{},"id":{"a":1}}"#), None);
+        assert_eq!(id(r#"{"id":7,"result":{}}"#), None);
+        assert_eq!(id(r#"{"result":{},"id":7"#), None);
     }
 }

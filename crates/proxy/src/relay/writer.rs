@@ -221,7 +221,8 @@ impl Pipe {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(unix)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Read;

@@ -499,6 +499,16 @@ pub(super) async fn bytes_within(response: Response, max: usize) -> Result<Bound
     Ok(Bounded::Whole(kept))
 }
 
+/// `url` without user info, query or fragment (they may hold credentials).
+pub(super) fn shown_url(url: &url::Url) -> String {
+    let mut shown = url.clone();
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    shown.set_fragment(None);
+    shown.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::{Read as _, Write as _};

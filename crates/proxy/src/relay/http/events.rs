@@ -7,8 +7,8 @@
 //! event), carries no message.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt as _};
@@ -17,13 +17,14 @@ use http::header::{ACCEPT, HeaderValue};
 use http_body_util::BodyDataStream;
 use sse_stream::SseByteStream;
 use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
 
 use super::super::log;
-use super::Transport;
 use super::bounded::{EventBound, TooLong};
 use super::client::{RequestBuilder, Response};
 use super::exchange::{self, Handed, PROTOCOL_VERSION, Refusal, SESSION_ID, is_event_stream};
 use super::message::Outgoing;
+use super::transport::Transport;
 
 /// How long to wait before resuming a stream when the server did not say (`retry`): 1 s.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
@@ -70,7 +71,34 @@ impl Cursor {
     }
 }
 
+/// How long the first messages wait for the GET stream to open: 2 s.
+pub(super) const LISTEN_WAIT: Duration = Duration::from_secs(2);
+
 impl Transport {
+    /// The slot of the GET stream's listener.
+    pub(super) fn listener(&self) -> MutexGuard<'_, Option<AbortHandle>> {
+        self.listener.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether no GET stream is listened on (none was opened, or its listener ended).
+    pub(super) fn no_listener(&self) -> bool {
+        self.listener()
+            .as_ref()
+            .is_none_or(AbortHandle::is_finished)
+    }
+
+    /// Starts listening on the current session's GET stream, in place of any listener before
+    /// (aborted): one GET stream per session, as servers that allow one need. The receiver is
+    /// told when the first attempt has its answer.
+    pub(super) fn open_listener(self: &Arc<Self>) -> oneshot::Receiver<()> {
+        let (ready, opened) = oneshot::channel();
+        let task = tokio::spawn(Arc::clone(self).listen(ready));
+        if let Some(old) = self.listener().replace(task.abort_handle()) {
+            old.abort();
+        }
+        opened
+    }
+
     /// Follows the SSE answer of `message` until its response, resuming it when it drops and
     /// the server gave event ids; answers the request with an error when it cannot. Returns,
     /// without answering, what the server sent for the request that is no JSON-RPC message for

@@ -14,10 +14,10 @@ use super::super::lines::Frame;
 use super::super::route::{self, Parsed};
 use super::super::scan::Scanner;
 use super::super::{log, reply};
-use super::Transport;
 use super::client::{self, Bounded, ClientError, RequestBuilder, Response};
 use super::message::{self, Outgoing, Received, Stray, classify, header_safe, negotiated_version};
 use super::oauth::Challenge;
+use super::transport::Transport;
 
 /// `Mcp-Session-Id` (MCP 2025-06-18, "Session Management").
 pub(super) const SESSION_ID: &str = "mcp-session-id";
@@ -590,7 +590,7 @@ impl Transport {
             .get(LOCATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| url::Url::parse(&self.shown).ok()?.join(v).ok())
-            .map(|u| super::shown_url(&u));
+            .map(|u| super::client::shown_url(&u));
         let body = client::bytes_at_most(response, ERROR_BODY_BYTES).await;
         let upstream_error = json_rpc_error(&body);
         let quoted = || {

@@ -6,12 +6,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::super::protocol::STATELESS_SINCE;
 use super::super::route::{self, Parsed};
 use super::super::scan::Scanner;
-
-/// The first protocol version without `initialize` and sessions, whose requests carry their
-/// version in `_meta` (MCP 2026-07-28).
-const STATELESS_SINCE: &str = "2026-07-28";
 
 /// One client message, as far as the transport cares.
 #[derive(Debug, Default)]
@@ -216,7 +213,7 @@ pub(super) fn classify(message: &[u8], expected: Option<&[u8]>) -> Received {
 /// [`classify`] of a message longer than [`HEAD_BYTES`] by the top-level keys of its first
 /// [`HEAD_BYTES`] and its last bytes: a `method` there is a server request or notification; a
 /// `result` or `error` with an id (at the start, or at the end as the TypeScript SDK writes
-/// it: `from_server::tail_id`) that is not `null`, and no `"method"` anywhere after the head,
+/// it: `scan::tail_id`) that is not `null`, and no `"method"` anywhere after the head,
 /// is a response. `None` when that does not decide it.
 pub(super) fn classify_head(message: &[u8], expected: Option<&[u8]>) -> Option<Received> {
     let rest = message.get(HEAD_BYTES..).filter(|r| !r.is_empty())?;
@@ -232,7 +229,7 @@ pub(super) fn classify_head(message: &[u8], expected: Option<&[u8]>) -> Option<R
     }
     let id = head
         .id
-        .or_else(|| super::super::from_server::tail_id(message))
+        .or_else(|| super::super::scan::tail_id(message))
         .filter(|id| id != b"null")?;
     Some(Received::Message {
         response: true,

@@ -66,11 +66,11 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::timeout;
 use url::Url;
@@ -88,14 +88,15 @@ mod message;
 pub mod oauth;
 mod params;
 mod renew;
+mod transport;
+
+pub(crate) use transport::Transport;
 
 use message::Outgoing;
+use transport::State;
 
 /// How long making a connection to the server (TCP, a proxy's tunnel, TLS) may take: 30 s.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How long the first messages wait for the GET stream to open: 2 s.
-const LISTEN_WAIT: Duration = Duration::from_secs(2);
 
 /// How long the DELETE that ends the session may take: 2 s.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -219,7 +220,7 @@ impl HttpUpstream {
 
     /// The URL without user info, query or fragment, for messages.
     pub(crate) fn shown_url(&self) -> String {
-        shown_url(&self.url)
+        client::shown_url(&self.url)
     }
 }
 
@@ -241,56 +242,6 @@ fn cancelled_line(raw_id: &[u8]) -> Vec<u8> {
         br#","reason":"mcp-budget: no answer within the request timeout (--request-timeout)"}}"#,
     );
     line
-}
-
-/// `url` without user info, query or fragment (they may hold credentials).
-pub(super) fn shown_url(url: &Url) -> String {
-    let mut shown = url.clone();
-    let _ = shown.set_username("");
-    let _ = shown.set_password(None);
-    shown.set_query(None);
-    shown.set_fragment(None);
-    shown.to_string()
-}
-
-/// What the transport learned from the server.
-#[derive(Debug, Default)]
-struct State {
-    /// `Mcp-Session-Id` from the answer to `initialize`.
-    session: Option<HeaderValue>,
-    /// The protocol version of `initialize`'s result.
-    version: Option<String>,
-    /// The client's `initialize` and `notifications/initialized`, as sent: replayed for a new
-    /// session when the server forgot this one ([`renew`]).
-    handshake: Option<(bytes::Bytes, Option<bytes::Bytes>)>,
-    /// The session expired and no new one could be started: every request but a new
-    /// `initialize` is answered with an error saying so.
-    expired: bool,
-}
-
-/// The transport: POSTs the client's messages and hands what comes back to the relay.
-pub(crate) struct Transport {
-    client: client::Client,
-    /// The URL as messages show it.
-    shown: String,
-    /// Whether the user gave an `Authorization` header (named in 401/403 messages).
-    has_authorization: bool,
-    state: Mutex<State>,
-    frames: mpsc::Sender<Frame>,
-    max_line_bytes: usize,
-    /// The `x-mcp-header` parameters of each tool, from `tools/list` results ([`params`]).
-    params: Mutex<HashMap<String, Vec<params::ParamHeader>>>,
-    /// Held while a new session is started ([`renew`]): one at a time.
-    renewing: tokio::sync::Mutex<()>,
-    /// The task listening on the session's GET stream: one per transport, replaced (the old
-    /// one aborted) when a renewed session opens its own.
-    listener: Mutex<Option<AbortHandle>>,
-    /// A GET stream was open once (a `405` after that is worth a warning).
-    listened: AtomicBool,
-    /// The warning of a `405` to a reopened GET stream was written (it is written once).
-    warned_405: AtomicBool,
-    /// The OAuth sign-in, unless the user set `Authorization` ([`oauth`]).
-    auth: Option<oauth::Authenticator>,
 }
 
 impl Transport {
@@ -336,16 +287,6 @@ impl Transport {
             warned_405: AtomicBool::new(false),
             auth,
         }))
-    }
-
-    /// The most bytes one SSE event may take: a message of `max_line_bytes` and 64 KiB for
-    /// its field names, line ends and other fields.
-    fn max_event_bytes(&self) -> usize {
-        self.max_line_bytes.saturating_add(64 * 1024)
-    }
-
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Sends the client's messages until the queue closes (the client left); then gives the
@@ -409,7 +350,7 @@ impl Transport {
                     // sends a request (roots/list) right after `notifications/initialized`
                     // would otherwise send it before the stream exists, and it would be lost.
                     let opened = self.open_listener();
-                    let _ = timeout(LISTEN_WAIT, opened).await;
+                    let _ = timeout(events::LISTEN_WAIT, opened).await;
                 }
                 continue;
             }
@@ -468,30 +409,6 @@ impl Transport {
         let line = cancelled_line(raw_id);
         let message = Outgoing::read(&line);
         in_flight.spawn(Arc::clone(self).exchange(line, message));
-    }
-
-    /// The slot of the GET stream's listener.
-    fn listener(&self) -> MutexGuard<'_, Option<AbortHandle>> {
-        self.listener.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Whether no GET stream is listened on (none was opened, or its listener ended).
-    fn no_listener(&self) -> bool {
-        self.listener()
-            .as_ref()
-            .is_none_or(AbortHandle::is_finished)
-    }
-
-    /// Starts listening on the current session's GET stream, in place of any listener before
-    /// (aborted): one GET stream per session, as servers that allow one need. The receiver is
-    /// told when the first attempt has its answer.
-    fn open_listener(self: &Arc<Self>) -> oneshot::Receiver<()> {
-        let (ready, opened) = oneshot::channel();
-        let task = tokio::spawn(Arc::clone(self).listen(ready));
-        if let Some(old) = self.listener().replace(task.abort_handle()) {
-            old.abort();
-        }
-        opened
     }
 
     /// `DELETE` of the session, if there is one (2025-06-18 §"Session Management": a client

@@ -23,9 +23,9 @@ use futures_util::StreamExt as _;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 
 use super::super::log;
-use super::Transport;
 use super::exchange::{PROTOCOL_VERSION, SESSION_ID, is_event_stream};
 use super::message::{is_response, negotiated_version};
+use super::transport::Transport;
 
 /// What a POST accepts (as in [`exchange`]).
 const ACCEPT_POST: &str = "application/json, text/event-stream";
@@ -108,7 +108,7 @@ impl Transport {
         // The GET stream of the old session is dead: listen on the new one instead (one GET
         // stream per session).
         let opened = self.open_listener();
-        let _ = tokio::time::timeout(super::LISTEN_WAIT, opened).await;
+        let _ = tokio::time::timeout(super::events::LISTEN_WAIT, opened).await;
         Ok(())
     }
 

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::OAuthError;
+use super::error::OAuthError;
 use super::web;
 
 /// Protected resource metadata (RFC 9728 §2), the members used here.

@@ -23,10 +23,10 @@ use tokio::sync::mpsc;
 use url::Url;
 
 use super::super::super::log;
-use super::OAuthError;
-use super::OAuthOptions;
 use super::challenge::Challenge;
 use super::discovery::{self, Discovered, ServerMetadata};
+use super::error::OAuthError;
+use super::options::OAuthOptions;
 use super::store::{ClientInfo, Record, Tokens, now};
 use super::web;
 

@@ -34,123 +34,24 @@ use http::header::HeaderMap;
 use url::Url;
 
 use super::super::log;
-use crate::config::FileOAuth;
 
 pub(crate) mod challenge;
 mod discovery;
+mod error;
 mod flow;
+mod options;
 mod store;
 mod web;
 
 pub(crate) use challenge::Challenge;
-
-/// The environment variable that approves sign-ins without a browser (tests only).
-pub const AUTOAPPROVE_ENV: &str = "MCP_BUDGET_OAUTH_AUTOAPPROVE";
+pub use error::OAuthError;
+pub use options::{AUTOAPPROVE_ENV, OAuthOptions};
 
 /// How long a token may have left before it is refreshed ahead of use: 60 s.
 const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 /// How long a proxy waits for another one's sign-in to the same server: 6 minutes (the
 /// approval time and some).
 const LOCK_WAIT: Duration = Duration::from_secs(360);
-
-/// How the proxy signs in: the client it is at the authorization server, and how approval
-/// happens. `Default` is a dynamically registered public client approved in a browser.
-#[derive(Clone, Default)]
-#[non_exhaustive]
-pub struct OAuthOptions {
-    /// A pre-registered client ID (`--oauth-client-id`, `MCP_BUDGET_OAUTH_CLIENT_ID`).
-    pub client_id: Option<String>,
-    /// Its secret (`--oauth-client-secret`, `MCP_BUDGET_OAUTH_CLIENT_SECRET`).
-    pub client_secret: Option<String>,
-    /// The client's private key for `private_key_jwt` (RFC 7523): PEM text, or the path of a
-    /// PEM file (`--oauth-private-key`, `MCP_BUDGET_OAUTH_PRIVATE_KEY`).
-    pub private_key: Option<String>,
-    /// The URL of a client ID metadata document to use as the client ID where the
-    /// authorization server takes them (`--oauth-client-metadata-url`).
-    pub client_metadata_url: Option<String>,
-    /// The scopes to ask for, space-separated, instead of the server's (`--oauth-scope`).
-    pub scope: Option<String>,
-    /// The loopback port of the redirect URI (`http://127.0.0.1:<port>/callback`), for a
-    /// pre-registered client whose authorization server wants the registered URI exactly
-    /// (`--oauth-redirect-port`); any free port when `None` (RFC 8252 §7.3).
-    pub redirect_port: Option<u16>,
-    /// Approve the sign-in without a browser (`MCP_BUDGET_OAUTH_AUTOAPPROVE=1`; tests).
-    pub autoapprove: bool,
-    /// Open the sign-in URL in the desktop's browser.
-    pub open_browser: bool,
-}
-
-impl OAuthOptions {
-    /// The options of a proxy: browser opening on, and `autoapprove` when the environment
-    /// has `MCP_BUDGET_OAUTH_AUTOAPPROVE=1` (a test aid).
-    pub fn new() -> OAuthOptions {
-        OAuthOptions {
-            open_browser: true,
-            autoapprove: std::env::var(AUTOAPPROVE_ENV).is_ok_and(|v| v.trim() == "1"),
-            ..OAuthOptions::default()
-        }
-    }
-}
-
-impl OAuthOptions {
-    /// These options with the keys that `file` (`[upstream.oauth]`, `[servers.<name>.oauth]`)
-    /// sets put over them; keys it leaves out keep their value here.
-    pub fn with_file(mut self, file: &FileOAuth) -> OAuthOptions {
-        let set = |slot: &mut Option<String>, value: &Option<String>| {
-            if value.is_some() {
-                slot.clone_from(value);
-            }
-        };
-        set(&mut self.client_id, &file.client_id);
-        set(&mut self.client_secret, &file.client_secret);
-        set(&mut self.private_key, &file.private_key);
-        set(&mut self.client_metadata_url, &file.client_metadata_url);
-        set(&mut self.scope, &file.scope);
-        if file.redirect_port.is_some() {
-            self.redirect_port = file.redirect_port;
-        }
-        self
-    }
-}
-
-impl fmt::Debug for OAuthOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OAuthOptions")
-            .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
-            .field("private_key", &self.private_key.as_ref().map(|_| "…"))
-            .field("client_metadata_url", &self.client_metadata_url)
-            .field("scope", &self.scope)
-            .field("redirect_port", &self.redirect_port)
-            .field("autoapprove", &self.autoapprove)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A failed sign-in, by step. The messages never hold tokens or secrets.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum OAuthError {
-    /// Finding the authorization server failed (metadata missing, invalid, or for another
-    /// resource).
-    #[error("OAuth discovery failed: {0}")]
-    Discovery(String),
-    /// The client could not be registered.
-    #[error("OAuth client registration failed: {0}")]
-    Registration(String),
-    /// The authorization step failed (refused, timed out, a bad callback).
-    #[error("OAuth authorization failed: {0}")]
-    Authorization(String),
-    /// The token exchange failed.
-    #[error("OAuth token request failed: {0}")]
-    Token(String),
-    /// The sign-in could not be kept or read on disk.
-    #[error("OAuth sign-in store: {0}")]
-    Store(String),
-    /// The server did not ask for a sign-in.
-    #[error("{0}")]
-    NotNeeded(String),
-}
 
 /// The sign-in of one transport: the token sent, and the steps that renew it.
 pub(crate) struct Authenticator {
@@ -186,7 +87,7 @@ impl Authenticator {
         options: OAuthOptions,
         bearer: Arc<RwLock<Option<HeaderValue>>>,
     ) -> Authenticator {
-        let shown = super::shown_url(server);
+        let shown = super::client::shown_url(server);
         let path = match store::directory() {
             Ok(dir) => Some(store::file_for(&dir, &shown)),
             Err(e) => {
@@ -442,7 +343,7 @@ impl Authenticator {
 /// without asking for a sign-in.
 pub async fn login(url: &str, options: OAuthOptions) -> Result<String, OAuthError> {
     let server = Url::parse(url).map_err(|e| OAuthError::Discovery(format!("bad URL: {e}")))?;
-    let shown = super::shown_url(&server);
+    let shown = super::client::shown_url(&server);
     let probe = http::Request::builder()
         .method(http::Method::POST)
         .uri(server.as_str())
@@ -497,7 +398,7 @@ pub async fn login(url: &str, options: OAuthOptions) -> Result<String, OAuthErro
 /// [`OAuthError::Store`] when the file cannot be removed.
 pub fn logout(url: &str) -> Result<bool, OAuthError> {
     let server = Url::parse(url).map_err(|e| OAuthError::Store(format!("bad URL: {e}")))?;
-    let path = store::file_for(&store::directory()?, &super::shown_url(&server));
+    let path = store::file_for(&store::directory()?, &super::client::shown_url(&server));
     store::remove(&path)
 }
 

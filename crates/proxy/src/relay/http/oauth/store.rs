@@ -16,8 +16,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use super::OAuthError;
 use super::discovery::ServerMetadata;
+use super::error::OAuthError;
 
 /// The client the proxy is at the authorization server.
 #[derive(Clone, Default, Serialize, Deserialize)]

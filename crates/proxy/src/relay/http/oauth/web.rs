@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use super::super::client::{self, Client};
-use super::OAuthError;
+use super::error::OAuthError;
 
 /// How long one request of signing in may take to be answered: 30 s.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -136,5 +136,5 @@ pub(crate) async fn post_json(
 /// `url` without its query, fragment and user info (an authorization URL's query is not
 /// secret, but a token endpoint's could be).
 pub(crate) fn shown(url: &Url) -> String {
-    super::super::shown_url(url)
+    client::shown_url(url)
 }
