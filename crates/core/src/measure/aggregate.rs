@@ -1,7 +1,7 @@
 //! Totals over many inputs (a directory): one size row and one row per what-if.
 
-use super::report::{PerEncoding, Report, SizeRow, WhatIf};
-use super::{size_row_from, whatif};
+use super::report::{PerEncoding, Report, SizeRow, WhatIf, size_row_from};
+use super::whatif;
 
 /// One what-if summed over inputs.
 struct Acc {

@@ -5,7 +5,7 @@
 //! piece counts per thread (`tokens/memo.rs`), so they cost little after the first
 //! (`tests/measure_equiv.rs` checks the counts against tiktoken-rs).
 
-use super::report::PerEncoding;
+use super::report::{PerEncoding, SizeRow, size_row_from};
 use crate::tokens::Encoding;
 
 /// Counts texts with every encoding of a measurement.
@@ -61,9 +61,9 @@ impl<'a> Counter<'a> {
     }
 
     /// The size row of one exact text.
-    pub(crate) fn size_row(&self, part: &str, text: &str) -> super::SizeRow {
+    pub(crate) fn size_row(&self, part: &str, text: &str) -> SizeRow {
         let chars = text.chars().count();
-        super::size_row_from(part, text.len(), chars, chars.div_ceil(4), self.count(text))
+        size_row_from(part, text.len(), chars, chars.div_ceil(4), self.count(text))
     }
 }
 

@@ -8,33 +8,11 @@
 //! `call_tool`, whatever the number of tools). Each row's tokens are the sum over the tools of
 //! [`crate::tooldefs::definition_tokens`], the compaction done with that encoding.
 
-use serde::Serialize;
 use serde_json::Value;
 
-use super::Counter;
-use super::report::{PerEncoding, pct};
+use super::count::Counter;
+use super::report::{DefinitionsCost, OptionRow, pct};
 use crate::tooldefs::{self, Options};
-
-/// Model-visible definition tokens of a tool list.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DefinitionsCost {
-    /// Tokens of the compact JSON of the whole `tools` array, per encoding (what a client
-    /// receives; for comparison).
-    pub whole_json: PerEncoding<usize>,
-    /// One row per option (module docs), `as listed` first.
-    pub options: Vec<OptionRow>,
-}
-
-/// Definition tokens with one option.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct OptionRow {
-    /// The option, as written in `[tools_list]`.
-    pub option: String,
-    /// Model-visible definition tokens, per encoding.
-    pub tokens: PerEncoding<usize>,
-    /// Saved against `as listed`, percent per encoding (0.01 steps).
-    pub saved_pct: PerEncoding<f64>,
-}
 
 fn options() -> Vec<(&'static str, Options)> {
     let caps = Options {

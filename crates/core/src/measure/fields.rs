@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::Counter;
+use super::count::Counter;
 use super::report::{FieldRow, FieldShare, pct};
 
 #[derive(Default)]

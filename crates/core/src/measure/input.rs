@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::MeasureError;
+use super::error::MeasureError;
 
 /// A piece of text measured as a unit, with its JSON value when it is JSON.
 #[derive(Debug)]

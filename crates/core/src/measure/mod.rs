@@ -26,6 +26,7 @@
 mod aggregate;
 mod count;
 mod definitions;
+mod error;
 mod fields;
 mod input;
 mod report;
@@ -35,9 +36,10 @@ mod uuid;
 mod whatif;
 
 pub use aggregate::totals;
-pub use definitions::{DefinitionsCost, OptionRow};
+pub use error::MeasureError;
 pub use report::{
-    FieldRow, FieldShare, Kind, PerEncoding, Report, SizeRow, ToolCost, ToolsCost, WhatIf,
+    DefinitionsCost, FieldRow, FieldShare, Kind, OptionRow, PerEncoding, Report, SizeRow, ToolCost,
+    ToolsCost, WhatIf,
 };
 
 use serde_json::Value;
@@ -46,7 +48,7 @@ use crate::compact;
 use crate::tokens::Encoding;
 use count::Counter;
 use input::{Input, Segment};
-use report::pct;
+use report::size_row_from;
 
 /// The significant digits the float what-ifs try, in order: 4, 6, 9, 12.
 pub const FLOAT_PRECISIONS: [u32; 4] = whatif::FLOAT_PRECISIONS;
@@ -72,31 +74,6 @@ impl Default for Options {
             top: DEFAULT_TOP,
         }
     }
-}
-
-/// Why an input could not be measured.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum MeasureError {
-    /// The bytes are not UTF-8; `valid_up_to` is the byte offset of the first bad sequence.
-    #[error("invalid UTF-8 at byte {valid_up_to}")]
-    InvalidUtf8 {
-        /// Byte offset of the first invalid sequence.
-        valid_up_to: usize,
-    },
-    /// The input had to be JSON (a `.json` file) and is not.
-    #[error("invalid JSON: {message}")]
-    InvalidJson {
-        /// 1-based line of the error.
-        line: usize,
-        /// 1-based column of the error.
-        column: usize,
-        /// serde_json's message (it names line and column).
-        message: String,
-    },
-    /// No encoding was given.
-    #[error("no encoding to measure with")]
-    NoEncoding,
 }
 
 /// Measures `bytes` (a file's content).
@@ -257,24 +234,5 @@ fn measure_call(
         what_ifs,
         field_share,
         tools: None,
-    }
-}
-
-/// A size row from raw figures; `estimate_error_pct` is `(chars4 - tokens) / tokens * 100`.
-pub(crate) fn size_row_from(
-    part: &str,
-    bytes: usize,
-    chars: usize,
-    chars4: usize,
-    tokens: PerEncoding<usize>,
-) -> SizeRow {
-    let estimate_error_pct = tokens.map(|&t| pct(chars4 as f64 - t as f64, t as f64));
-    SizeRow {
-        part: part.to_owned(),
-        bytes,
-        chars,
-        chars4,
-        tokens,
-        estimate_error_pct,
     }
 }

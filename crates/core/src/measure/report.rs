@@ -221,7 +221,7 @@ pub struct ToolsCost {
     /// One row per tool, largest first (by the first encoding; ties keep list order).
     pub tools: Vec<ToolCost>,
     /// Model-visible definition tokens, as listed and with each `[tools_list]` option.
-    pub definitions: super::definitions::DefinitionsCost,
+    pub definitions: DefinitionsCost,
 }
 
 /// The cost of one tool definition: its compact JSON object as listed.
@@ -235,12 +235,52 @@ pub struct ToolCost {
     pub tokens: PerEncoding<usize>,
 }
 
+/// Model-visible definition tokens of a tool list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DefinitionsCost {
+    /// Tokens of the compact JSON of the whole `tools` array, per encoding (what a client
+    /// receives; for comparison).
+    pub whole_json: PerEncoding<usize>,
+    /// One row per option (module docs), `as listed` first.
+    pub options: Vec<OptionRow>,
+}
+
+/// Definition tokens with one option.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OptionRow {
+    /// The option, as written in `[tools_list]`.
+    pub option: String,
+    /// Model-visible definition tokens, per encoding.
+    pub tokens: PerEncoding<usize>,
+    /// Saved against `as listed`, percent per encoding (0.01 steps).
+    pub saved_pct: PerEncoding<f64>,
+}
+
 /// Rounds a percentage to 0.01 so reports are stable and readable.
 pub(crate) fn round_pct(x: f64) -> f64 {
     if x.is_finite() {
         (x * 100.0).round() / 100.0
     } else {
         0.0
+    }
+}
+
+/// A size row from raw figures; `estimate_error_pct` is `(chars4 - tokens) / tokens * 100`.
+pub(crate) fn size_row_from(
+    part: &str,
+    bytes: usize,
+    chars: usize,
+    chars4: usize,
+    tokens: PerEncoding<usize>,
+) -> SizeRow {
+    let estimate_error_pct = tokens.map(|&t| pct(chars4 as f64 - t as f64, t as f64));
+    SizeRow {
+        part: part.to_owned(),
+        bytes,
+        chars,
+        chars4,
+        tokens,
+        estimate_error_pct,
     }
 }
 

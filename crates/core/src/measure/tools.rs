@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::Counter;
+use super::count::Counter;
 use super::report::{ToolCost, ToolsCost};
 use crate::compact;
 

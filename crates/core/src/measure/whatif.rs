@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::Counter;
+use super::count::Counter;
 use super::input::Segment;
 use super::report::{PerEncoding, WhatIf, pct};
 use super::{table, uuid};
