@@ -15,17 +15,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Files in the largest circle of any crate today: 21 in `crates/proxy`, the boundary, where
-/// every stage adds methods to the one `Boundary` and calls its siblings (43 before `config`
-/// became plain data: it reached up into `boundary`, `relay` and `jq` and joined them).
+/// Files in the largest circle of any crate today: 8 in the binary (`wrap`). The boundary,
+/// once one circle of 43 files (every stage added methods to the one `Boundary` and called
+/// its siblings; `config` reached up into `boundary`, `relay` and `jq`), is one-way but for
+/// `args_rewrite/mod.rs` ↔ `refs.rs`; the relay's 15 and core's `measure` 9 are gone.
 /// Issue 35's goal is 2.
-const LARGEST_CIRCLE: usize = 21;
+const LARGEST_CIRCLE: usize = 8;
 
-/// Files in circles of more than one file, all crates together, today (core 19, proxy 32:
-/// boundary 21, mux 4, serve 4, jq 3; fixture 3, the binary 13). The relay's 15 went when its
-/// tasks' shared state, the HTTP transport's state, the OAuth options and error, the stateless
-/// protocol test and the id read off a line's end moved to leaf modules.
-const FILES_IN_CIRCLES: usize = 67;
+/// Files in circles of more than one file, all crates together, today (core 10: paginate 4
+/// and 2, table 4; proxy 13: mux 4, serve 4, jq 3, args_rewrite 2; fixture 3; the binary
+/// 13: wrap 8, report 3, proxy 2; rmcp 0).
+const FILES_IN_CIRCLES: usize = 39;
 
 /// One crate's files: module path (segments under the crate root) → file, relative to `src`.
 struct Crate {
