@@ -20,10 +20,10 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
+use super::page::{Page, PageInfo, Position};
 use super::path::{self, KEY_BIT, child, key_offset, node_at, normalize, number_text};
 use super::prefix::Trials;
 use super::window::write_window;
-use super::{Page, PageInfo, Position};
 use crate::compact;
 use crate::tokens::Encoding;
 

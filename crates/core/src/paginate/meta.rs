@@ -1,7 +1,7 @@
 //! The meta item of a page ([`crate::wire::Meta`]) from what the pager says about the page, and
 //! the ids it carries. Shared by the proxy and `mcp-budget shape` so both say the same thing.
 
-use super::PageInfo;
+use super::page::PageInfo;
 use crate::wire::{Meta, TRUNCATION_TOKEN_BUDGET};
 
 /// Names of the tools a hint tells the model to call (the proxy prefixes them when an upstream

@@ -307,7 +307,7 @@ fn leads_with_skeleton(root: &Value, steps: &[usize]) -> bool {
                 let mut it = m.values();
                 for _ in 0..i {
                     match it.next() {
-                        Some(c) if super::window::is_short_scalar(c) => {}
+                        Some(c) if is_short_scalar(c) => {}
                         _ => return false,
                     }
                 }
@@ -515,6 +515,19 @@ fn parse_loc(s: &str) -> Option<(Vec<ShownStep>, &str)> {
         }
     }
     Some((steps, rest))
+}
+
+/// Scalars (in skeletons: see `window`) whose compact text is at most this many bytes are repeated in skeletons.
+pub(crate) const SHORT_SCALAR_BYTES: usize = 64;
+
+/// Whether `v` is a scalar short enough to be repeated in the skeleton of every page.
+pub(crate) fn is_short_scalar(v: &Value) -> bool {
+    match v {
+        Value::Null | Value::Bool(_) => true,
+        Value::Number(n) => n.as_str().len() <= SHORT_SCALAR_BYTES,
+        Value::String(s) => s.len() + 2 <= SHORT_SCALAR_BYTES,
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
+use super::page::{Document, Page};
 use super::path::{ShownStep, parse_shown};
-use super::{Document, Page};
 
 /// Puts pages back together: the inverse of paging (byte-exact for text, value-equal for JSON
 /// after rounding). `pages` must be every page of one document, in order, from page 1.

@@ -6,8 +6,8 @@
 //! shown) and the chosen page is verified by an exact count of its text plus its meta.
 
 use super::json::{floor_boundary, next_boundary};
+use super::page::{Page, PageInfo, Position, TextPos};
 use super::prefix::Prefix;
-use super::{Page, PageInfo, Position, TextPos};
 use crate::tokens::Encoding;
 
 /// See `json::BYTES_PER_TOKEN_CAP`.

@@ -7,21 +7,8 @@
 
 use serde_json::Value;
 
-use super::path::{key_offset, number_text};
+use super::path::{is_short_scalar, key_offset, number_text};
 use crate::compact;
-
-/// Scalars whose compact text is at most this many bytes are repeated in skeletons.
-pub(crate) const SHORT_SCALAR_BYTES: usize = 64;
-
-/// Whether `v` is a scalar short enough to be repeated in the skeleton of every page.
-pub(crate) fn is_short_scalar(v: &Value) -> bool {
-    match v {
-        Value::Null | Value::Bool(_) => true,
-        Value::Number(n) => n.as_str().len() <= SHORT_SCALAR_BYTES,
-        Value::String(s) => s.len() + 2 <= SHORT_SCALAR_BYTES,
-        _ => false,
-    }
-}
 
 /// The window of one child: its start and end below the child (`None`: its beginning, its end).
 type Sub<'p> = (Option<&'p [usize]>, Option<&'p [usize]>);

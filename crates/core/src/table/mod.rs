@@ -60,6 +60,7 @@
 //!
 //! Plain JSON is in the form too: [`decode`] reads any JSON text (Python's `NaN` included).
 
+mod model;
 mod page;
 mod read;
 mod write;
@@ -67,105 +68,12 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+pub use model::{
+    AUTO_MIN_SAVING_PERCENT, DecodeError, Encoded, INDENT, MAX_DEPTH, TABLE_DEPTH, When,
+};
 pub use page::TablePager;
-
-use serde_json::Value;
-
-use crate::tokens::Encoding;
-
-/// Spaces of indentation per sub-table level.
-pub const INDENT: usize = 1;
-
-/// Values nesting deeper than this many levels are written without tables (and [`decode`]
-/// reads tables only this deep).
-pub const MAX_DEPTH: usize = 512;
-
-/// Tables start only in the first this many levels of nesting.
-pub const TABLE_DEPTH: usize = 64;
-
-/// The share of tokens a table must save, in percent, under the proxy's `tables = "auto"`.
-pub const AUTO_MIN_SAVING_PERCENT: u32 = 10;
-
-/// When an array of objects in JSON context becomes a table.
-#[derive(Debug, Clone, Copy)]
-pub enum When<'a> {
-    /// Whenever it can (see the [module docs](self)).
-    Always,
-    /// Only when its table text has at most `100 − percent` % of the tokens of its compact
-    /// JSON, counted in `encoding`.
-    Saves {
-        /// The encoding tokens are counted in.
-        encoding: &'a Encoding,
-        /// The least saving, in percent (10 for `tables = "auto"`).
-        percent: u32,
-    },
-}
-
-/// A value in the table form.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Encoded {
-    /// The text (compact JSON when `tables` is 0).
-    pub text: String,
-    /// How many arrays are written as tables (sub-tables included).
-    pub tables: usize,
-}
-
-/// Why a text could not be decoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DecodeError {
-    /// The text does not follow the grammar at byte `at`, where `what` was expected.
-    #[error("not in the table form at byte {at}: expected {what}")]
-    Syntax {
-        /// Byte offset in the text.
-        at: usize,
-        /// What was expected there.
-        what: &'static str,
-    },
-    /// Tables nest deeper than [`MAX_DEPTH`].
-    #[error("nested deeper than {MAX_DEPTH} levels")]
-    TooDeep,
-}
-
-/// `value` in the table form (numbers written as they are held: round them first).
-pub fn encode(value: &Value, when: When<'_>) -> Encoded {
-    if write::too_deep(value) {
-        return Encoded {
-            text: write::plain(value),
-            tables: 0,
-        };
-    }
-    let mut w = write::Writer {
-        when,
-        out: String::new(),
-        tables: 0,
-    };
-    w.json(value, 0);
-    Encoded {
-        text: w.out,
-        tables: w.tables,
-    }
-}
-
-/// The value a text in the table form stands for: `decode(&encode(v, _).text) == v`.
-///
-/// # Errors
-/// [`DecodeError`] when `text` is neither JSON nor in the table form.
-pub fn decode(text: &str) -> Result<Value, DecodeError> {
-    if let Ok(p) = crate::dialect::parse_unbounded(text.as_bytes()) {
-        return Ok(p.value);
-    }
-    let mut r = read::Reader { s: text, i: 0 };
-    let v = r.json(0)?;
-    r.ws();
-    if !r.at_end() {
-        return Err(DecodeError::Syntax {
-            at: r.i,
-            what: "the end of the text",
-        });
-    }
-    Ok(v)
-}
+pub use read::decode;
+pub use write::encode;
 
 /// The explanation of the form given to the model once per tool (in the tool's description
 /// when the proxy's `tables` option is on): about 70 tokens (cl100k_base).

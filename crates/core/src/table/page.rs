@@ -2,7 +2,8 @@
 
 use serde_json::Value;
 
-use super::{AUTO_MIN_SAVING_PERCENT, When, encode};
+use super::model::{AUTO_MIN_SAVING_PERCENT, Encoded, When};
+use super::write::encode;
 use crate::paginate::{Document, Page, PageError, PageInfo, Pager, Position};
 use crate::tokens::Encoding;
 
@@ -51,7 +52,7 @@ impl TablePager {
         (e.tables > 0).then_some((v, e.text))
     }
 
-    fn encode(&self, v: &Value) -> super::Encoded {
+    fn encode(&self, v: &Value) -> Encoded {
         encode(
             v,
             When::Saves {

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::{DecodeError, INDENT, MAX_DEPTH};
+use super::model::{DecodeError, INDENT, MAX_DEPTH};
 use crate::dialect::{self, Literal};
 
 /// A cursor over the text being decoded.
@@ -331,4 +331,24 @@ fn balanced_len(b: &[u8]) -> Option<usize> {
         j += 1;
     }
     None
+}
+
+/// The value a text in the table form stands for: `decode(&encode(v, _).text) == v`.
+///
+/// # Errors
+/// [`DecodeError`] when `text` is neither JSON nor in the table form.
+pub fn decode(text: &str) -> Result<Value, DecodeError> {
+    if let Ok(p) = crate::dialect::parse_unbounded(text.as_bytes()) {
+        return Ok(p.value);
+    }
+    let mut r = Reader { s: text, i: 0 };
+    let v = r.json(0)?;
+    r.ws();
+    if !r.at_end() {
+        return Err(DecodeError::Syntax {
+            at: r.i,
+            what: "the end of the text",
+        });
+    }
+    Ok(v)
 }

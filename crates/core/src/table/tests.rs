@@ -1,6 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::tokens::Encoding;
 
 fn always(v: &Value) -> Encoded {
     encode(v, When::Always)

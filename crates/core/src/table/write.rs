@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::{INDENT, MAX_DEPTH, TABLE_DEPTH, When};
+use super::model::{Encoded, INDENT, MAX_DEPTH, TABLE_DEPTH, When};
 
 /// The text written and how many arrays became tables.
 pub(super) struct Writer<'a> {
@@ -236,4 +236,24 @@ pub(super) fn too_deep(v: &Value) -> bool {
 /// [`Value`]).
 pub(super) fn plain(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
+}
+
+/// `value` in the table form (numbers written as they are held: round them first).
+pub fn encode(value: &Value, when: When<'_>) -> Encoded {
+    if too_deep(value) {
+        return Encoded {
+            text: plain(value),
+            tables: 0,
+        };
+    }
+    let mut w = Writer {
+        when,
+        out: String::new(),
+        tables: 0,
+    };
+    w.json(value, 0);
+    Encoded {
+        text: w.out,
+        tables: w.tables,
+    }
 }
