@@ -1,7 +1,8 @@
 //! `mcp-budget-core`: the pure, synchronous engine of mcp-budget.
 //!
-//! Everything here is a function over values that a caller passes in: no I/O, no threads, no
-//! async runtime. The proxy (`mcp-budget-proxy`) and the `mcp-budget` binary drive it.
+//! Everything here is a function over values that a caller passes in: no I/O, no async
+//! runtime (the one thread is a scoped one, [`shape::form`] counting a long text's two
+//! halves at once). The proxy (`mcp-budget-proxy`) and the `mcp-budget` binary drive it.
 //!
 //! - [`tokens`]: exact token counts with a real BPE tokenizer ([`tokens::Encoding`]).
 //! - [`compact`]: compact JSON with floats rounded to N significant digits at write time.
@@ -16,6 +17,8 @@
 //! - [`tooldefs`]: what tool definitions cost the model, and compacting them losslessly.
 //! - [`table`]: the table form of JSON (arrays of objects as header and rows), its decoder
 //!   and its budgeted pages.
+//! - [`shape`]: the stages that shape a `CallToolResult`, one way, as plain data in and out
+//!   (the proxy's boundary drives them).
 //! - [`wire`]: every shape a model or client sees (meta item, elision envelope, errors).
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -27,6 +30,7 @@ pub mod dialect;
 pub mod head;
 pub mod measure;
 pub mod paginate;
+pub mod shape;
 pub mod summary;
 pub mod table;
 pub mod tokens;

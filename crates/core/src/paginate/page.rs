@@ -216,7 +216,7 @@ pub struct Page {
     pub oversized: bool,
 }
 
-/// Errors of [`Pager::page`].
+/// Errors of [`super::Pager::page`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PageError {

@@ -2,7 +2,7 @@
 //! a header and rows (TOON-like; the `tables` option of the proxy).
 //!
 //! [`encode`] writes a value in this form, [`decode`] gives the value back exactly (equal as
-//! a [`Value`], key order and number spellings included), and [`TablePager`] cuts budgeted
+//! a [`Value`](serde_json::Value), key order and number spellings included), and [`TablePager`] cuts budgeted
 //! pages whose bodies are in this form (each page a table of its own rows, merged back with
 //! the rule of [`crate::paginate`] after decoding each body).
 //!

@@ -7,7 +7,7 @@ use crate::tokens::Encoding;
 /// Spaces of indentation per sub-table level.
 pub const INDENT: usize = 1;
 
-/// Values nesting deeper than this many levels are written without tables (and [`decode`]
+/// Values nesting deeper than this many levels are written without tables (and [`super::decode`]
 /// reads tables only this deep).
 pub const MAX_DEPTH: usize = 512;
 

@@ -1,5 +1,5 @@
 //! Checking the arguments of an injected tool against the `inputSchema` the proxy lists for it
-//! ([`crate::boundary::model::definitions`]), so that the schema shown to the model and the check
+//! ([`mcp_budget_core::shape::model::definitions`]), so that the schema shown to the model and the check
 //! cannot drift apart.
 //!
 //! The schemas use a small subset of JSON Schema, and this module reads exactly that subset:

@@ -11,7 +11,7 @@
 //!    their vision cost, a downscaled copy (plus the full-resolution file), or a file.
 //! 3. `structuredContent`: a value twin of a text item, or one that no text item carries
 //!    (then a document of its own, last), follows the pages ([`Slot::Structured`]); a string
-//!    twin is shaped after emitting ([`super::structured`]).
+//!    twin is shaped after emitting ([`mcp_budget_core::shape::structured`]).
 //! 4. Each document is rendered compact (floats rounded) and counted exactly. When the sum
 //!    fits the budget, the result goes out with the compacted texts and no meta item.
 //! 5. Otherwise the shaped documents are cached under a new response id and page 1 goes out
@@ -36,13 +36,13 @@ use serde_json::{Map, Value, json};
 
 use super::args_rewrite;
 use super::images;
-use super::model::{Carrier, EmitMode, Shaped, Slot, ToolNames};
 use super::parts;
 use super::state::{Boundary, banner_item, rule};
 use super::store::Entry;
-use super::structured::{self, Orig, Plan, Twin};
 use super::walk;
 use crate::config::{Overflow, Tables};
+use mcp_budget_core::shape::model::{Carrier, EmitMode, Shaped, Slot, ToolNames};
+use mcp_budget_core::shape::structured::{self, Orig, Plan, Twin};
 
 /// The content items of a shaped set of documents (banner not included).
 #[derive(Debug)]
@@ -164,7 +164,7 @@ pub(crate) fn shape_full_at(
                 docs.push(doc);
             }
             _ => {
-                let item = match crate::boundary::model::take_resource_text(item) {
+                let item = match mcp_budget_core::shape::model::take_resource_text(item) {
                     Ok((text, rest)) => {
                         // An embedded resource's text is model-visible: a document like a
                         // text item's (compacted, offloaded, paged; no `transform`).
@@ -485,7 +485,7 @@ pub(crate) fn emit(
         // Counted only up to the budget: a doc over it is `budget + 1` until the exact count,
         // which runs after page 1 is written (see `Entry::doc_tokens`).
         let (text, t, sample) =
-            crate::boundary::form::doc_form_till(d, precision, enc, tables, budget);
+            mcp_budget_core::shape::form::doc_form_till(d, precision, enc, tables, budget);
         rendered.push(text);
         doc_tokens.push(t);
         samples.push(sample);
@@ -494,11 +494,11 @@ pub(crate) fn emit(
         Slot::Structured(p) => Some(p.clone()),
         _ => None,
     });
-    if crate::boundary::form::fits_whole(&doc_tokens, budget) {
+    if mcp_budget_core::shape::form::fits_whole(&doc_tokens, budget) {
         let items = layout
             .iter()
             .filter_map(|slot| match slot {
-                Slot::Text { doc, extra } => Some(crate::boundary::model::text_item(
+                Slot::Text { doc, extra } => Some(mcp_budget_core::shape::model::text_item(
                     rendered[*doc].clone(),
                     extra,
                 )),
@@ -527,11 +527,11 @@ pub(crate) fn emit(
     // What page 1's meta item will show: the exact total when every document is within the
     // budget (then counted exactly), else an estimate.
     let estimate =
-        crate::boundary::form::estimate_total(&rendered, &doc_tokens, &samples, budget, enc);
+        mcp_budget_core::shape::form::estimate_total(&rendered, &doc_tokens, &samples, budget, enc);
     let first_total = if doc_tokens.iter().all(|&t| t <= budget) {
-        crate::boundary::model::Total::Exact(doc_tokens.iter().map(|&t| t as u64).sum())
+        mcp_budget_core::shape::model::Total::Exact(doc_tokens.iter().map(|&t| t as u64).sum())
     } else {
-        crate::boundary::model::Total::Estimate(estimate)
+        mcp_budget_core::shape::model::Total::Estimate(estimate)
     };
     let reserve = walk::meta_reserve(
         &"0".repeat(b.store.id_len()),
@@ -540,7 +540,7 @@ pub(crate) fn emit(
         enc,
         &names,
     );
-    let merged = crate::boundary::form::needs_one_document(docs.len(), budget, reserve);
+    let merged = mcp_budget_core::shape::form::needs_one_document(docs.len(), budget, reserve);
     let mut carriers = vec![Carrier::Text(Map::new()); docs.len()];
     for (d, c) in layout.iter().filter_map(Slot::carrier) {
         if let Some(slot) = carriers.get_mut(d) {
@@ -557,7 +557,7 @@ pub(crate) fn emit(
         }
         let d = Document::Json(Value::Array(docs.into_iter().map(doc_value).collect()));
         let (text, t, sample) =
-            crate::boundary::form::doc_form_till(&d, precision, enc, tables, budget);
+            mcp_budget_core::shape::form::doc_form_till(&d, precision, enc, tables, budget);
         (vec![d], vec![text], vec![t], vec![sample])
     } else {
         (docs, rendered, doc_tokens, samples)
@@ -595,7 +595,13 @@ pub(crate) fn emit(
         Err(id) => {
             // The estimate page 1 shows (the documents changed when merged into one array).
             let estimate = if merged {
-                crate::boundary::form::estimate_total(&rendered, &doc_tokens, &samples, budget, enc)
+                mcp_budget_core::shape::form::estimate_total(
+                    &rendered,
+                    &doc_tokens,
+                    &samples,
+                    budget,
+                    enc,
+                )
             } else {
                 estimate
             };

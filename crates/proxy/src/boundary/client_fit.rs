@@ -32,8 +32,8 @@ use serde_json::{Map, Value};
 use super::answer::Answer;
 use super::call;
 use super::injected;
-use super::model::Shaped;
 use super::state::Boundary;
+use mcp_budget_core::shape::model::Shaped;
 
 /// Most shaping tries for one result (the first included).
 pub(crate) const TRIES: usize = 6;

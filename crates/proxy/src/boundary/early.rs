@@ -37,15 +37,15 @@ use mcp_budget_core::paginate::Document;
 use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
-use super::model::{Carrier, Shaped};
 use super::parts;
 use super::state::{Boundary, banner_item};
 use super::store::Entry;
 use super::store::TREE_FACTOR;
 use super::store::entry::Prep;
-use super::structured::{self, Twin};
 use super::walk;
 use crate::config::{Overflow, Tables};
+use mcp_budget_core::shape::model::{Carrier, Shaped};
+use mcp_budget_core::shape::structured::{self, Twin};
 
 /// Texts shorter than this many bytes take the full path (it costs them little).
 pub(crate) const MIN_SOURCE_BYTES: usize = 256 * 1024;
@@ -345,14 +345,14 @@ fn page_of_head(
     let enc = &b.encoding;
     let doc = Document::Json(head.value);
     let (rendered, _, sample) =
-        crate::boundary::form::doc_form_till(&doc, precision, enc, false, budget);
+        mcp_budget_core::shape::form::doc_form_till(&doc, precision, enc, false, budget);
     // Within the budget: the head is the whole of a very compressible text's page 1 or more.
     let sample = sample?;
     let bytes = (rendered.len() as u128 * text.len() as u128 / head.read.max(1) as u128)
         .try_into()
         .unwrap_or(usize::MAX);
     drop(rendered);
-    let estimate = crate::boundary::form::estimate_one(bytes, sample, budget);
+    let estimate = mcp_budget_core::shape::form::estimate_one(bytes, sample, budget);
     // A fresh id: ids derived from the content would hash the whole text on the reply path,
     // and telling two texts apart by an unkeyed hash is not safe (the full path's keyed
     // fingerprint would cost more still).

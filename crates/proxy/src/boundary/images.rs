@@ -41,8 +41,8 @@ use mcp_budget_core::vision;
 use serde_json::{Map, Value};
 
 use super::state::Boundary;
-use crate::boundary::model::Slot;
 use crate::config::{EffectiveRule, ImageCost, ImageMode};
+use mcp_budget_core::shape::model::Slot;
 
 /// Longest side, in pixels, of an image the proxy decodes to downscale (a full-page
 /// screenshot is tall).
@@ -512,7 +512,7 @@ pub(crate) fn target_size(
 /// The tokens of every document, rendered whole.
 fn text_tokens(b: &Boundary, rule: &EffectiveRule, docs: &[Document]) -> u64 {
     docs.iter()
-        .map(|d| crate::boundary::form::doc_tokens(d, rule.precision, &b.encoding).1 as u64)
+        .map(|d| mcp_budget_core::shape::form::doc_tokens(d, rule.precision, &b.encoding).1 as u64)
         .sum()
 }
 

@@ -28,16 +28,16 @@ use super::answer::{Answer, error_answer, fit_message, fit_text};
 use super::args::{self, ArgFault};
 use super::args_rewrite;
 use super::call;
-use super::model::ToolNames;
-use super::model::{EmitMode, Slot};
-pub use super::model::{PREFIX, QUERY_RESPONSE, READ_MORE};
-use super::model::{query_response_schema, read_more_schema};
 use super::parts;
 use super::state::Boundary;
 use super::store::remote::{CAS_TRIES, Miss};
 use super::store::{check_id, parse_cursor};
 use super::walk;
 use crate::config::Overflow;
+use mcp_budget_core::shape::model::ToolNames;
+use mcp_budget_core::shape::model::{EmitMode, Slot};
+pub use mcp_budget_core::shape::model::{PREFIX, QUERY_RESPONSE, READ_MORE};
+use mcp_budget_core::shape::model::{query_response_schema, read_more_schema};
 
 /// The hint of a `cursor_invalid` result with reason `unknown`: besides a mistyped cursor,
 /// the usual cause is a cursor passed to the `read_more` of another server's proxy (each MCP
@@ -314,7 +314,7 @@ fn query_response(b: &Boundary, args: &Value) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::boundary::model::{definitions, free_name};
+    use mcp_budget_core::shape::model::{definitions, free_name};
 
     #[test]
     fn names_get_prefixed_until_free() {

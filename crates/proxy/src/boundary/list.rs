@@ -1,7 +1,7 @@
 //! Shaping the `result` of a `tools/list` response.
 //!
 //! - Remembers, per tool name, whether the tool declares an `outputSchema` (the
-//!   structuredContent rules of [`super::structured`] depend on it). A first page starts a
+//!   structuredContent rules of [`mcp_budget_core::shape::structured`] depend on it). A first page starts a
 //!   fresh listing; later pages add to it.
 //! - Appends [`COMPACT_NOTE`] (after one space) to a description that promises indented
 //!   JSON ([`promises_indentation`]): the proxy compacts the JSON of every tool's result (no
@@ -11,7 +11,7 @@
 //!   every result.
 //! - Appends the tool's `description_suffix` rule (after one space) to its description.
 //! - On the first page only (the request had no cursor), appends the injected tools
-//!   ([`crate::boundary::model::definitions`]). An injected tool whose name an upstream tool on that
+//!   ([`mcp_budget_core::shape::model::definitions`]). An injected tool whose name an upstream tool on that
 //!   page already has is renamed with the `budget_` prefix, and hints name the renamed tool.
 //!   A clash with a tool on a later page cannot be seen in time and is not handled.
 //!
@@ -23,9 +23,9 @@
 use serde_json::Value;
 use std::sync::Arc;
 
-use super::model::{QUERY_RESPONSE, READ_MORE};
 use super::state::Boundary;
-use crate::boundary::model::ToolNames;
+use mcp_budget_core::shape::model::ToolNames;
+use mcp_budget_core::shape::model::{QUERY_RESPONSE, READ_MORE};
 
 /// The note appended to a description that promises indented JSON.
 pub(crate) const COMPACT_NOTE: &str =
@@ -116,8 +116,8 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
     let names = if first_page {
         let taken: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
         Some(ToolNames {
-            read_more: crate::boundary::model::free_name(READ_MORE, &taken),
-            query_response: crate::boundary::model::free_name(QUERY_RESPONSE, &taken),
+            read_more: mcp_budget_core::shape::model::free_name(READ_MORE, &taken),
+            query_response: mcp_budget_core::shape::model::free_name(QUERY_RESPONSE, &taken),
             refs: false,
         })
     } else {
@@ -125,7 +125,7 @@ pub(crate) fn shape(b: &Boundary, mut result: Value, first_page: bool) -> Value 
     };
     b.remember_tools(seen, names.clone(), first_page);
     if let Some(names) = names {
-        tools.extend(crate::boundary::model::definitions(&names));
+        tools.extend(mcp_budget_core::shape::model::definitions(&names));
     }
     result
 }

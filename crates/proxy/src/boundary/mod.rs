@@ -105,17 +105,13 @@ mod client_fit;
 mod early;
 #[cfg(test)]
 mod early_tests;
-mod form;
 mod images;
 pub mod injected;
 mod list;
-mod model;
-mod need;
 mod parts;
 mod plain;
 mod state;
 mod store;
-mod structured;
 #[cfg(test)]
 mod structured_cache_tests;
 pub mod tools_list;
@@ -127,9 +123,9 @@ use std::time::Instant;
 use mcp_budget_core::wire::Outcome;
 use serde_json::Value;
 
-use crate::boundary::model::ToolNames;
 use crate::config::Settings;
 use crate::telemetry::{self, PendingRecord};
+use mcp_budget_core::shape::model::ToolNames;
 pub use state::Boundary;
 pub use store::responses::StoreHandle;
 
@@ -274,7 +270,7 @@ impl Boundary {
     fn account(
         &self,
         tool: &str,
-        shaped: crate::boundary::model::Shaped,
+        shaped: mcp_budget_core::shape::model::Shaped,
         upstream_ms: u64,
         started: Instant,
     ) {

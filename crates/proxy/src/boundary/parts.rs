@@ -12,7 +12,7 @@
 //!   other member (`uri`, `mimeType`, `annotations`, `_meta` …) kept on every page;
 //! - a structuredContent no text item carries: a text item with the piece (the MCP spec: a
 //!   tool returning structured content SHOULD also return it serialized in a text item), and
-//!   the result's `structuredContent` is that page made valid ([`super::structured::Plan`]).
+//!   the result's `structuredContent` is that page made valid ([`mcp_budget_core::shape::structured::Plan`]).
 //!   When the whole result fits, the structuredContent goes out whole and no text item is
 //!   added.
 //!
@@ -25,10 +25,10 @@ use mcp_budget_core::paginate::{Document, PathStep, Position};
 use mcp_budget_core::tokens::Encoding;
 use serde_json::{Map, Value};
 
-use super::model::{Part, SeqPage, ToolNames, text_item};
 use super::store::Entry;
-use super::structured::{Plan, ScPage};
 use super::walk;
+use mcp_budget_core::shape::model::{Part, SeqPage, ToolNames, text_item};
+use mcp_budget_core::shape::structured::{Plan, ScPage};
 
 /// A page of a cached response with its structuredContent, within the budget.
 #[derive(Debug)]
@@ -61,7 +61,7 @@ const TRIES: usize = 8;
 ///
 /// Work: at most `TRIES + 2` pages are laid out, each `O(page + depth · log depth)` in the
 /// core pager, and the structuredContent is completed and cut in `O(value · log cuts)`
-/// ([`super::structured::shrink_to`]) for each.
+/// ([`mcp_budget_core::shape::structured::shrink_to`]) for each.
 ///
 /// `None` when the response has no page `k`.
 pub(crate) fn page_in_budget(
@@ -231,7 +231,7 @@ pub(crate) fn document_of(text: &str) -> Document {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::boundary::model::{Carrier, take_resource_text};
+    use mcp_budget_core::shape::model::{Carrier, take_resource_text};
     use serde_json::json;
 
     #[test]

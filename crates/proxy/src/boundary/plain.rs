@@ -33,7 +33,7 @@ use mcp_budget_core::wire::Outcome;
 use serde_json::Value;
 
 use super::state::Boundary;
-use crate::boundary::model::Shaped;
+use mcp_budget_core::shape::model::Shaped;
 
 /// A `CallToolResult` of text items only (see the module docs). `_meta` and `resultType` (MCP
 /// 2026-07-28) are read as values: an escape or a nesting `serde_json` refuses sends the result
@@ -148,7 +148,7 @@ pub(crate) fn check_then_count(b: &Boundary, tool: &str, raw: &[u8]) -> Option<P
     let mut tokens = 0usize;
     if !later {
         for item in &items {
-            // As `crate::boundary::form::doc_form_till` counts a text document: up to the budget.
+            // As `mcp_budget_core::shape::form::doc_form_till` counts a text document: up to the budget.
             tokens += b.encoding.count_till_limit(&item.text, budget)?;
         }
         if tokens > budget {

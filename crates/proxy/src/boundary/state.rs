@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 
 use super::args_rewrite::uuids::UuidMemory;
 use super::blobs::BlobSink;
-use super::model::{Catalog, ToolNames};
 use super::store;
 use super::store::responses::{ResponseStore, StoreHandle};
 use crate::config::{ConfigError, Settings};
 use crate::telemetry::Telemetry;
+use mcp_budget_core::shape::model::{Catalog, ToolNames};
 
 /// What `tools/list` told about the upstream tools.
 #[derive(Debug, Default)]

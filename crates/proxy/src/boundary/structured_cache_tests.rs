@@ -5,9 +5,9 @@ use serde_json::{Value, json};
 
 use super::state::Boundary;
 use super::store::entry::docs_heap_bytes;
-use super::structured::Orig;
 use crate::config::Settings;
 use mcp_budget_core::paginate::Document;
+use mcp_budget_core::shape::structured::Orig;
 
 fn boundary(dir: &tempfile::TempDir) -> Boundary {
     Boundary::new(Settings {

@@ -23,9 +23,9 @@ use mcp_budget_core::wire::Outcome;
 use serde_json::{Map, Value, json};
 
 use super::answer::Answer;
-use super::model::DeferNames;
 use super::state::Boundary;
 use crate::config::{ListMode, ToolsList};
+use mcp_budget_core::shape::model::DeferNames;
 
 /// Name of the search tool of deferred mode when no upstream tool has it.
 pub const FIND_TOOLS: &str = "find_tools";
@@ -92,8 +92,8 @@ pub(crate) fn defer(
             .cloned(),
     );
     let names = first_page.then(|| DeferNames {
-        find_tools: crate::boundary::model::free_name(FIND_TOOLS, taken),
-        call_tool: crate::boundary::model::free_name(CALL_TOOL, taken),
+        find_tools: mcp_budget_core::shape::model::free_name(FIND_TOOLS, taken),
+        call_tool: mcp_budget_core::shape::model::free_name(CALL_TOOL, taken),
     });
     if let Ok(mut s) = b.tools.write() {
         if first_page {

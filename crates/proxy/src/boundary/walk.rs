@@ -26,10 +26,10 @@ use mcp_budget_core::table::TablePager;
 use mcp_budget_core::tokens::Encoding;
 use serde_json::{Map, Value};
 
-use super::form::doc_form;
-use super::model::{PAGE_META_KEY, Part, SeqPage, SeqPos, ToolNames};
 use super::store::Entry;
-pub(crate) use crate::boundary::model::Total;
+use mcp_budget_core::shape::form::doc_form;
+pub(crate) use mcp_budget_core::shape::model::Total;
+use mcp_budget_core::shape::model::{PAGE_META_KEY, Part, SeqPage, SeqPos, ToolNames};
 
 /// The value of `result._meta["mcp-budget/page"]` for `page` of response `id`:
 /// `{"response_id","page" (0 = page 1: the page's ordinal, not its cursor's number),"location",
@@ -108,7 +108,8 @@ pub(crate) fn render_meta(
     m.total_tokens = exact;
     m.total_tokens_estimate = estimate;
     if names.refs {
-        m.hint.push_str(&crate::boundary::model::refs_hint(id));
+        m.hint
+            .push_str(&mcp_budget_core::shape::model::refs_hint(id));
     }
     serde_json::to_string(&m).unwrap_or_default()
 }

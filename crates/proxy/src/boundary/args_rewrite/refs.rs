@@ -16,10 +16,10 @@
 
 use serde_json::Value;
 
-use super::super::model::REF_KEY;
 use super::super::state::Boundary;
 use super::super::store::check_id;
 use super::super::store::remote::Miss;
+use mcp_budget_core::shape::model::REF_KEY;
 use mcp_budget_core::wire::CursorFault;
 
 /// Why a reference could not be resolved.

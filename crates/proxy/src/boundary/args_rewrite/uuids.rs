@@ -373,7 +373,7 @@ fn walk(v: &mut Value, f: &mut dyn FnMut(&str) -> Option<String>, skip_refs: boo
                 }
             }
             for (k, x) in o.iter_mut() {
-                if skip_refs && k == crate::boundary::model::REF_KEY && x.is_string() {
+                if skip_refs && k == mcp_budget_core::shape::model::REF_KEY && x.is_string() {
                     continue;
                 }
                 walk(x, f, skip_refs);

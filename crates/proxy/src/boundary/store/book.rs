@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use mcp_budget_core::paginate::Position;
 
-use crate::boundary::model::SeqPos;
+use mcp_budget_core::shape::model::SeqPos;
 
 /// Positions of the pages of one response.
 #[derive(Debug, Default)]

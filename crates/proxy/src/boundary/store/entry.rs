@@ -29,9 +29,9 @@ use serde_json::Value;
 
 use super::book::PageBook;
 use super::spill::{LoadError, SpillDir, SpillFile};
-use crate::boundary::model::Carrier;
-use crate::boundary::model::Total;
-use crate::boundary::structured::{Orig, Plan};
+use mcp_budget_core::shape::model::Carrier;
+use mcp_budget_core::shape::model::Total;
+use mcp_budget_core::shape::structured::{Orig, Plan};
 
 /// The deepest nesting of arrays and objects `serde_json::from_str` accepts (its recursion
 /// limit of 128 counts the container being opened).
@@ -69,7 +69,7 @@ pub(crate) struct Entry {
     /// How structuredContent follows the pages, when it does.
     pub(crate) structured: Option<Plan>,
     /// `Some(n)` when the response's `n` documents are paged as one JSON array (budgets near
-    /// the floor: [`crate::boundary::form::needs_one_document`]); said in
+    /// the floor: [`mcp_budget_core::shape::form::needs_one_document`]); said in
     /// `_meta["mcp-budget/page"]`.
     pub(crate) array_of: Option<usize>,
     /// Whether JSON documents go out in the table form (`tables = "auto"`): whole items as
@@ -105,7 +105,7 @@ pub(crate) struct Entry {
     /// For an entry made from its source text: page 1 as it went out, cut from the text's
     /// head, with the budget it was cut at; given again for that page (the page book's next
     /// position is where it ended, whatever a page cut from the whole would end at).
-    pub(crate) first_page: Option<(usize, crate::boundary::model::SeqPage)>,
+    pub(crate) first_page: Option<(usize, mcp_budget_core::shape::model::SeqPage)>,
 }
 
 /// Where the content is (see the module docs).
@@ -117,7 +117,7 @@ struct Body {
     text_bytes: usize,
     file: Option<SpillFile>,
     /// Heap estimate of a structuredContent the plan keeps beside the documents
-    /// ([`crate::boundary::structured::Orig::Kept`]): resident while the entry lives.
+    /// ([`mcp_budget_core::shape::structured::Orig::Kept`]): resident while the entry lives.
     plan_bytes: usize,
     /// For an entry made from its source text ([`Entry::from_source`]): what the first parse
     /// does to the documents before they become the tree; the text is let go then.
@@ -280,7 +280,7 @@ impl Entry {
     pub(crate) fn with_first_page(
         mut self,
         budget: usize,
-        page: crate::boundary::model::SeqPage,
+        page: mcp_budget_core::shape::model::SeqPage,
         book: PageBook,
     ) -> Entry {
         self.first_page = Some((budget, page));
@@ -345,8 +345,13 @@ impl Entry {
                     if t <= self.budget {
                         t as u64
                     } else {
-                        crate::boundary::form::doc_form(d, self.precision, encoding, self.tables).1
-                            as u64
+                        mcp_budget_core::shape::form::doc_form(
+                            d,
+                            self.precision,
+                            encoding,
+                            self.tables,
+                        )
+                        .1 as u64
                     }
                 })
                 .sum()
@@ -365,7 +370,7 @@ impl Entry {
                     if t <= self.budget {
                         t as u64
                     } else {
-                        crate::boundary::form::count(text, encoding) as u64
+                        mcp_budget_core::shape::form::count(text, encoding) as u64
                     }
                 })
                 .sum()

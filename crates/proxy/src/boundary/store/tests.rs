@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use super::entry::docs_heap_bytes;
 use super::*;
-use crate::boundary::model::ToolNames;
 use crate::boundary::walk;
+use mcp_budget_core::shape::model::ToolNames;
 
 const ENC: Encoding = Encoding::Chars4;
 
@@ -38,7 +38,7 @@ fn entry_of(store: &Store, docs: Vec<Document>, precision: u32) -> Arc<Entry> {
     let mut tokens = Vec::new();
     let mut rendered = Vec::new();
     for d in &docs {
-        let (text, t) = crate::boundary::form::doc_tokens(d, precision, &ENC);
+        let (text, t) = mcp_budget_core::shape::form::doc_tokens(d, precision, &ENC);
         tokens.push(t);
         rendered.push(text);
     }

@@ -32,9 +32,9 @@ use serde_json::{Value, json};
 
 use super::super::book::PageBook;
 use super::super::entry::{Entry, exact_text};
-use crate::boundary::model::Carrier;
-use crate::boundary::model::SeqPos;
-use crate::boundary::structured::{Orig, Plan};
+use mcp_budget_core::shape::model::Carrier;
+use mcp_budget_core::shape::model::SeqPos;
+use mcp_budget_core::shape::structured::{Orig, Plan};
 
 /// Version of the body's header; a body of another version is not read.
 const VERSION: u64 = 1;

@@ -2,20 +2,20 @@
 //! its tokens: exact, counted only up to the budget, or estimated from a sample. Pure
 //! functions over core's documents and encodings; a leaf of the boundary.
 
-use mcp_budget_core::paginate::Document;
-use mcp_budget_core::table::TablePager;
-use mcp_budget_core::tokens::Encoding;
+use crate::paginate::Document;
+use crate::table::TablePager;
+use crate::tokens::Encoding;
 
 /// Whether several text items must be paged as one JSON array instead of as a sequence:
 /// when the budget is so small that a whole item beside the meta item might not fit while
-/// the core pager, whose floor is [`mcp_budget_core::MIN_BUDGET_TOKENS`], would not cut it.
-pub(crate) fn needs_one_document(n_docs: usize, budget: usize, reserve: usize) -> bool {
-    n_docs > 1 && budget < mcp_budget_core::MIN_BUDGET_TOKENS + reserve
+/// the core pager, whose floor is [`crate::MIN_BUDGET_TOKENS`], would not cut it.
+pub fn needs_one_document(n_docs: usize, budget: usize, reserve: usize) -> bool {
+    n_docs > 1 && budget < crate::MIN_BUDGET_TOKENS + reserve
 }
 
 /// The whole rendering of `doc` as it goes out, and its exact tokens: the table form when
 /// `tables` and some array of it becomes a table, else [`doc_tokens`]'s.
-pub(crate) fn doc_form(
+pub fn doc_form(
     doc: &Document,
     precision: u32,
     encoding: &Encoding,
@@ -33,9 +33,9 @@ pub(crate) fn doc_form(
 /// 12 MB document costs the tokenizing of about the budget's worth of text, not of all of it),
 /// with, for a doc over the budget, how far that count got ([`Sample`], for the estimate).
 /// A text document is counted as page 1 of it counts
-/// ([`mcp_budget_core::paginate::count_till_limit_noted`]): page 1, on the same thread,
+/// ([`crate::paginate::count_till_limit_noted`]): page 1, on the same thread,
 /// starts from that count instead of tokenizing the same bytes again.
-pub(crate) fn doc_form_till(
+pub fn doc_form_till(
     doc: &Document,
     precision: u32,
     encoding: &Encoding,
@@ -50,7 +50,7 @@ pub(crate) fn doc_form_till(
         (doc.render(precision), matches!(doc, Document::Text(_)))
     };
     let counted = if paged_as_text {
-        mcp_budget_core::paginate::count_till_limit_noted(encoding, &text, budget)
+        crate::paginate::count_till_limit_noted(encoding, &text, budget)
     } else {
         encoding.count_till_limit_sampled(&text, budget)
     };
@@ -62,17 +62,17 @@ pub(crate) fn doc_form_till(
 
 /// For a rendering over the budget: the tokens and bytes of its start that
 /// [`doc_form_till`] counted before it passed the budget (`None`: within the budget).
-pub(crate) type Sample = Option<(usize, usize)>;
+pub type Sample = Option<(usize, usize)>;
 
 /// Bytes of a doc's rendering counted to estimate its tokens (its first bytes).
-const ESTIMATE_SAMPLE_BYTES: usize = 16 * 1024;
+pub const ESTIMATE_SAMPLE_BYTES: usize = 16 * 1024;
 
 /// The estimate of a response's total tokens page 1 shows while the exact count runs: the
 /// docs within `budget` as counted (`doc_tokens`, exact), each doc over it as its bytes times
 /// the tokens per byte of the start [`doc_form_till`] counted (`samples`; when that is too
 /// short, of its first [`ESTIMATE_SAMPLE_BYTES`], counted here), rounded to two significant
 /// digits. A function of the renderings alone, so it is the same whenever computed.
-pub(crate) fn estimate_total(
+pub fn estimate_total(
     rendered: &[String],
     doc_tokens: &[usize],
     samples: &[Sample],
@@ -116,7 +116,7 @@ fn over_budget(bytes: usize, (tokens, sample_bytes): (usize, usize), budget: usi
 
 /// [`estimate_total`] of a response of one doc over `budget` whose rendering is not at hand:
 /// `bytes`, an estimate of its size, and `sample`, the tokens and bytes of its start.
-pub(crate) fn estimate_one(bytes: usize, sample: (usize, usize), budget: usize) -> u64 {
+pub fn estimate_one(bytes: usize, sample: (usize, usize), budget: usize) -> u64 {
     two_significant_digits(over_budget(bytes, sample, budget))
 }
 
@@ -131,12 +131,12 @@ fn two_significant_digits(n: u64) -> u64 {
 
 /// Whether the whole response fits `budget` without a meta item (the sum of its items'
 /// tokens).
-pub(crate) fn fits_whole(doc_tokens: &[usize], budget: usize) -> bool {
+pub fn fits_whole(doc_tokens: &[usize], budget: usize) -> bool {
     doc_tokens.iter().sum::<usize>() <= budget
 }
 
 /// The whole-rendering tokens of `doc`, exactly.
-pub(crate) fn doc_tokens(doc: &Document, precision: u32, encoding: &Encoding) -> (String, usize) {
+pub fn doc_tokens(doc: &Document, precision: u32, encoding: &Encoding) -> (String, usize) {
     let text = doc.render(precision);
     let t = count(&text, encoding);
     (text, t)
@@ -151,7 +151,7 @@ pub(crate) fn doc_tokens(doc: &Document, precision: u32, encoding: &Encoding) ->
 /// whitespace runs take no letter), and the two look-around parts (`\s+$`, `\s+\s`) only
 /// concern whitespace; BPE then runs on each piece alone, so the count is the sum of the
 /// halves' counts (checked against the whole count in the tests below).
-pub(crate) fn count(text: &str, encoding: &Encoding) -> usize {
+pub fn count(text: &str, encoding: &Encoding) -> usize {
     let splittable = matches!(encoding, Encoding::Cl100kBase | Encoding::O200kBase);
     if !splittable || text.len() < PARALLEL_COUNT_BYTES {
         return encoding.count(text);

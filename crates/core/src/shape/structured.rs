@@ -23,8 +23,8 @@
 //!   outputSchema rejects a result without structuredContent). Without an outputSchema, a
 //!   structuredContent of its own is paged as the page itself.
 
-use mcp_budget_core::paginate::{Document, PathStep, Position};
-use mcp_budget_core::tokens::Encoding;
+use crate::paginate::{Document, PathStep, Position};
+use crate::tokens::Encoding;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -33,7 +33,7 @@ use super::need::Need;
 
 /// How structuredContent relates to the text items.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Twin {
+pub enum Twin {
     /// Not a twin of any text item.
     None,
     /// `structuredContent[key]` is the text of text item `item`.
@@ -53,7 +53,7 @@ pub(crate) enum Twin {
 /// Finds the twin of `sc` among the original texts of the text items: `texts[i]` is the text
 /// of document `i` when that document is a `text` item, `None` for any other document (an
 /// embedded resource's text, an offloaded blob), which no structuredContent twins.
-pub(crate) fn find_twin(sc: &Value, texts: &[Option<&str>]) -> Twin {
+pub fn find_twin(sc: &Value, texts: &[Option<&str>]) -> Twin {
     if let Value::Object(o) = sc {
         for (key, v) in o {
             if let Value::String(s) = v
@@ -70,7 +70,7 @@ pub(crate) fn find_twin(sc: &Value, texts: &[Option<&str>]) -> Twin {
         for (item, t) in texts.iter().enumerate() {
             let Some(t) = t else { continue };
             // Read as text items are (Python's NaN and lone surrogates included).
-            if mcp_budget_core::dialect::json_document(t).is_some_and(|v| &v == sc) {
+            if crate::dialect::json_document(t).is_some_and(|v| &v == sc) {
                 return Twin::Value { item };
             }
         }
@@ -85,7 +85,7 @@ pub(crate) fn find_twin(sc: &Value, texts: &[Option<&str>]) -> Twin {
 /// `has_schema`: `Some(true/false)` when `tools/list` said whether the tool declares an
 /// outputSchema, `None` when unknown. `emitted(item)`: the text that text item `item` carries
 /// in the emitted result (empty when it is not on this page).
-pub(crate) fn shape(
+pub fn shape(
     mut sc: Value,
     twin: &Twin,
     has_schema: Option<bool>,
@@ -106,58 +106,58 @@ pub(crate) fn shape(
 /// twin follows its text item's document; a structuredContent that no text item carries is
 /// a document of its own (its page goes out in a text item of its own too).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Plan {
+pub struct Plan {
     /// Index of the carrying document among the response's documents; `None` when the
     /// documents were merged into one array (budgets near the floor): then page 1 carries
     /// [`minimal`] and later pages none.
-    pub(crate) doc: Option<usize>,
+    pub doc: Option<usize>,
     /// The document is the structuredContent itself (no text item carried it).
-    pub(crate) own: bool,
+    pub own: bool,
     /// The structuredContent, floats rounded like the text: read from its document when that
     /// holds the same value (no second copy), else kept ([`Plan::orig`]).
-    pub(crate) orig: Orig,
+    pub orig: Orig,
     /// Keep every page valid against an outputSchema ([`complete`]): the tool declares one
     /// or `tools/list` has not said. Otherwise a page's structuredContent is the page itself.
-    pub(crate) valid: bool,
+    pub valid: bool,
     /// The tool is known to declare an outputSchema: page 1 keeps a structuredContent even
     /// when nothing smaller than the budget is valid.
-    pub(crate) declared: bool,
+    pub declared: bool,
     /// The declared outputSchema (from `tools/list`): a page's value is filled with only the
     /// members it requires ([`Need`]). `None` (not declared, or not seen): every member.
-    pub(crate) schema: Option<Arc<Value>>,
+    pub schema: Option<Arc<Value>>,
 }
 
 /// Where a [`Plan`] finds the structuredContent (floats rounded like the text).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Orig {
+pub enum Orig {
     /// Document `n` of the response (its index before any merging into one array) holds the
     /// very value: always for a structuredContent of its own, and for a value twin whose
     /// rounded value equals its text item's document. No copy is kept: the value is read
     /// from the cached documents, so it is counted, demoted and spilled with them.
     Doc(usize),
     /// A copy (shared: plans are cloned), when the document differs (a `transform`, an
-    /// offloaded blob, floats rounded): counted in the entry's resident bytes
-    /// ([`crate::boundary::store::Entry::with_parts`]).
+    /// offloaded blob, floats rounded): counted in the resident bytes of the
+    /// cache entry that holds the plan (the proxy's `Entry::with_parts`).
     Kept(Arc<Value>),
 }
 
 /// What a page carries as structuredContent.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ScPage {
+pub struct ScPage {
     /// The value; `None`: no structuredContent on this page.
-    pub(crate) value: Option<Value>,
+    pub value: Option<Value>,
     /// Its model-visible tokens beyond the text item that carries it (all of its tokens when
     /// no text item on the page carries it).
-    pub(crate) extra: usize,
+    pub extra: usize,
     /// The value holds the page's structure ([`carries_within`]): it twins the page's text
     /// item, and only its tokens beyond that count. `false` when it counts in full (or there
     /// is none): its size then hardly depends on the page beside it.
-    pub(crate) carried: bool,
+    pub carried: bool,
 }
 
 impl ScPage {
     /// No structuredContent.
-    pub(crate) const NONE: ScPage = ScPage {
+    pub const NONE: ScPage = ScPage {
         value: None,
         extra: 0,
         carried: false,
@@ -168,7 +168,7 @@ impl Plan {
     /// The structuredContent value, read from `docs`, the documents as cached (the one
     /// merged array when [`Plan::doc`] is `None`) or as laid out. `None` when they do not hold
     /// it (never expected).
-    pub(crate) fn orig<'a>(&'a self, docs: &'a [Document]) -> Option<&'a Value> {
+    pub fn orig<'a>(&'a self, docs: &'a [Document]) -> Option<&'a Value> {
         let n = match &self.orig {
             Orig::Kept(v) => return Some(v),
             Orig::Doc(n) => *n,
@@ -188,13 +188,13 @@ impl Plan {
     }
 
     /// What the outputSchema requires of the value ([`Need::All`] without a declared one).
-    pub(crate) fn need(&self) -> Need<'_> {
+    pub fn need(&self) -> Need<'_> {
         Need::of(self.schema.as_deref())
     }
 
     /// `orig` reduced ([`minimal`]) to what the outputSchema requires: the structuredContent
     /// of a page that shows none of it, and of the elision envelope.
-    pub(crate) fn reduced(&self, orig: &Value) -> Value {
+    pub fn reduced(&self, orig: &Value) -> Value {
         minimal(orig, &self.need())
     }
 
@@ -206,7 +206,7 @@ impl Plan {
     /// (no extra tokens). `room`: when set and the value holds more than `room` tokens beyond
     /// its text item, its arrays are cut further ([`shrink_to`]) until all of its tokens fit
     /// `room` (a value cut below the page no longer twins the text item).
-    pub(crate) fn for_page(
+    pub fn for_page(
         &self,
         orig: &Value,
         part: Option<(&str, &Position, &[PathStep])>,
@@ -219,9 +219,9 @@ impl Plan {
         // A body in the table form (`tables = "auto"`) is decoded: the value twins the JSON
         // it stands for, so what it holds beyond the page is counted against that JSON.
         let page = part.and_then(|(body, start, root)| {
-            let (v, tabled) = match mcp_budget_core::dialect::parse_unbounded(body.as_bytes()) {
+            let (v, tabled) = match crate::dialect::parse_unbounded(body.as_bytes()) {
                 Ok(p) => (p.value, false),
-                Err(_) => (mcp_budget_core::table::decode(body).ok()?, true),
+                Err(_) => (crate::table::decode(body).ok()?, true),
             };
             matches!(v, Value::Object(_) | Value::Array(_))
                 .then_some((body, v, tabled, start, root))
@@ -299,10 +299,10 @@ impl Plan {
 /// such cuts; types and required members stay. Returns whether it got there.
 ///
 /// Work is `O(size · log cuts)`: the cuts are made in doubling batches, each one pass over the
-/// value ([`pop_many`]), and the fewest cuts that fit are then found by bisection, each probe
+/// value (`pop_many`), and the fewest cuts that fit are then found by bisection, each probe
 /// one copy, one serialization and one count (one cut and one count at a time costs
 /// `O(size · cuts)`, quadratic on a value nested hundreds of levels deep).
-pub(crate) fn shrink_to(value: &mut Value, max_tokens: usize, encoding: &Encoding) -> bool {
+pub fn shrink_to(value: &mut Value, max_tokens: usize, encoding: &Encoding) -> bool {
     let fits = |v: &Value| {
         let text = serde_json::to_string(v).unwrap_or_default();
         encoding.count_till_limit(&text, max_tokens).is_some()
@@ -342,7 +342,7 @@ pub(crate) fn shrink_to(value: &mut Value, max_tokens: usize, encoding: &Encodin
 /// held the same way; arrays element by element (`sc` may hold fewer, not none when the page
 /// has some); other values equal. A structuredContent that holds its text item's page this
 /// way twins that text item.
-pub(crate) fn carries_within(sc: &Value, page: &Value) -> bool {
+pub fn carries_within(sc: &Value, page: &Value) -> bool {
     fn carries(sc: &Value, page: &Value) -> bool {
         match (sc, page) {
             (Value::Object(s), Value::Object(p)) => p
@@ -398,7 +398,7 @@ fn pop_many(v: &mut Value, k: usize) -> usize {
 /// The steps of a JSON position (member index in key order, element index, last a byte
 /// offset in a string), read from its display form `1.<hex>.<hex>…`; empty for the start or
 /// a text position.
-pub(crate) fn position_steps(p: &Position) -> Vec<usize> {
+pub fn position_steps(p: &Position) -> Vec<usize> {
     let s = p.to_string();
     match s.split_once('.') {
         Some(("1", rest)) => rest
@@ -410,13 +410,13 @@ pub(crate) fn position_steps(p: &Position) -> Vec<usize> {
 }
 
 /// How members a page does not show are filled in: [`minimal`] or [`bare`].
-pub(crate) type Filler = fn(&Value, &Need<'_>) -> Value;
+pub type Filler = fn(&Value, &Need<'_>) -> Value;
 
 /// [`complete`] of a page whose body is the sub-tree at `root`: the ancestors on `root` are
 /// filled from `orig` (the members beside the path that `need` requires, filled by `fill`;
 /// arrays holding only the element on the path). `steps`: the page's start from `$`
 /// ([`position_steps`]).
-pub(crate) fn complete_at(
+pub fn complete_at(
     orig: &Value,
     root: &[PathStep],
     page: &Value,
@@ -472,7 +472,7 @@ const SHORT_BYTES: usize = 64;
 /// in as the number). Types and required members hold, so a value valid against a schema that
 /// constrains types, required members and additional properties stays valid (not
 /// `minItems`, tuples, string patterns or lengths).
-pub(crate) fn complete(
+pub fn complete(
     orig: &Value,
     page: &Value,
     steps: &[usize],
@@ -534,7 +534,7 @@ pub(crate) fn complete(
 /// `v` bare, the last resort when even [`minimal`] members do not fit: strings empty,
 /// numbers `0`, arrays empty, objects with the members `need` requires, bare; booleans and
 /// null as they are. Types and required members hold; values are placeholders.
-pub(crate) fn bare(v: &Value, need: &Need<'_>) -> Value {
+pub fn bare(v: &Value, need: &Need<'_>) -> Value {
     match v {
         Value::String(_) => Value::String(String::new()),
         Value::Number(_) => Value::from(0),
@@ -551,7 +551,7 @@ pub(crate) fn bare(v: &Value, need: &Need<'_>) -> Value {
 
 /// `v` reduced: short values as they are, arrays empty, objects with the members `need`
 /// requires, reduced, long strings empty, other scalars whole.
-pub(crate) fn minimal(v: &Value, need: &Need<'_>) -> Value {
+pub fn minimal(v: &Value, need: &Need<'_>) -> Value {
     let short = || fits_bytes(v, SHORT_BYTES);
     match v {
         Value::Array(_) if short() => v.clone(),
@@ -570,7 +570,7 @@ pub(crate) fn minimal(v: &Value, need: &Need<'_>) -> Value {
 /// Whether `v`'s compact JSON is at most `cap` bytes. Work is `O(min(size, cap))`: the
 /// writing stops at the cap (asking this of every array on a path nested `d` levels deep
 /// would otherwise serialize `O(d)` sub-trees of `O(size)` each).
-pub(crate) fn fits_bytes(v: &Value, cap: usize) -> bool {
+pub fn fits_bytes(v: &Value, cap: usize) -> bool {
     /// Counts bytes written and fails past its cap.
     struct Capped {
         left: usize,

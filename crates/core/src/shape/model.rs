@@ -3,26 +3,26 @@
 //! it imports no other module of the boundary but the structuredContent plan, so every stage can name these types without
 //! reaching back into the stages that make them.
 
-use mcp_budget_core::paginate::{PathStep, Position};
-use mcp_budget_core::wire::Outcome;
+use crate::paginate::{PathStep, Position};
+use crate::wire::Outcome;
 use serde_json::{Map, Value, json};
 
 use super::structured::Plan;
 
 /// Names of the injected tools, for hints.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ToolNames {
+pub struct ToolNames {
     /// `read_more`, or its prefixed name.
-    pub(crate) read_more: String,
+    pub read_more: String,
     /// `query_response`, or its prefixed name.
-    pub(crate) query_response: String,
+    pub query_response: String,
     /// `response_refs` is on for some tool: hints say how to pass a response by reference.
-    pub(crate) refs: bool,
+    pub refs: bool,
 }
 
 impl ToolNames {
     /// Whether `tool` is one of the two injected tools.
-    pub(crate) fn answers(&self, tool: &str) -> bool {
+    pub fn answers(&self, tool: &str) -> bool {
         tool == self.read_more || tool == self.query_response
     }
 }
@@ -30,8 +30,8 @@ impl ToolNames {
 impl Default for ToolNames {
     fn default() -> ToolNames {
         ToolNames {
-            read_more: crate::boundary::model::READ_MORE.to_owned(),
-            query_response: crate::boundary::model::QUERY_RESPONSE.to_owned(),
+            read_more: super::model::READ_MORE.to_owned(),
+            query_response: super::model::QUERY_RESPONSE.to_owned(),
             refs: false,
         }
     }
@@ -39,42 +39,42 @@ impl Default for ToolNames {
 
 /// One text item (or the part of one) on a page.
 #[derive(Debug, Clone)]
-pub(crate) struct Part {
+pub struct Part {
     /// Index of the text item in the response.
-    pub(crate) item: usize,
+    pub item: usize,
     /// The text that goes out.
-    pub(crate) body: String,
+    pub body: String,
     /// Where the part starts in its item ([`Position::start`] for a whole item or page 1).
-    pub(crate) start: Position,
+    pub start: Position,
     /// For a JSON part, the path of its body in the item (empty: rooted at `$`).
-    pub(crate) root: Vec<PathStep>,
+    pub root: Vec<PathStep>,
 }
 
 /// A page of a cached response.
 #[derive(Debug, Clone)]
-pub(crate) struct SeqPage {
+pub struct SeqPage {
     /// How many pages come before this one (0 = page 1), whatever its page number.
-    pub(crate) ordinal: usize,
+    pub ordinal: usize,
     /// The text items of the page, in order.
-    pub(crate) parts: Vec<Part>,
+    pub parts: Vec<Part>,
     /// The meta item's text.
-    pub(crate) meta: String,
+    pub meta: String,
     /// Tokens of the parts plus the meta: at most the budget.
-    pub(crate) tokens: usize,
+    pub tokens: usize,
     /// The page's full location (the meta item's `shown`, never abbreviated).
-    pub(crate) location: String,
+    pub location: String,
     /// The cursor of the next page; `None` on the last page.
-    pub(crate) next_cursor: Option<String>,
+    pub next_cursor: Option<String>,
     /// The total its meta item shows.
-    pub(crate) total: Total,
+    pub total: Total,
 }
 
 /// The key of a paged result's `_meta` member that holds the page's machine-readable position.
-pub(crate) const PAGE_META_KEY: &str = "mcp-budget/page";
+pub const PAGE_META_KEY: &str = "mcp-budget/page";
 
 /// The total a page's meta item shows: `total_tokens` (exact) or `total_tokens_estimate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Total {
+pub enum Total {
     /// The exact tokens of the whole response.
     Exact(u64),
     /// An estimate (two significant digits), while the exact count runs.
@@ -82,11 +82,11 @@ pub(crate) enum Total {
 }
 
 /// Where a page starts in a response of several text items: item index and position in it.
-pub(crate) type SeqPos = (usize, Position);
+pub type SeqPos = (usize, Position);
 
 /// How the pieces of one document go out.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Carrier {
+pub enum Carrier {
     /// A `text` item; the map holds its members besides `type` and `text`.
     Text(Map<String, Value>),
     /// An embedded `resource` item: the item without `resource.text`.
@@ -98,7 +98,7 @@ pub(crate) enum Carrier {
 
 impl Carrier {
     /// The content item carrying `body`, a piece (or the whole) of the document.
-    pub(crate) fn item(&self, body: String) -> Value {
+    pub fn item(&self, body: String) -> Value {
         match self {
             Carrier::Text(extra) => text_item(body, extra),
             Carrier::Structured => text_item(body, &Map::new()),
@@ -114,7 +114,7 @@ impl Carrier {
 }
 
 /// `{"type":"text","text":text, …extra}`.
-pub(crate) fn text_item(text: String, extra: &Map<String, Value>) -> Value {
+pub fn text_item(text: String, extra: &Map<String, Value>) -> Value {
     let mut m = Map::new();
     m.insert("type".into(), Value::String("text".into()));
     m.insert("text".into(), Value::String(text));
@@ -126,7 +126,7 @@ pub(crate) fn text_item(text: String, extra: &Map<String, Value>) -> Value {
 
 /// The text of an embedded resource item (`type` `resource` whose `resource.text` is a
 /// string), moved out of it: `(text, the item without it)`. `Err(item)` for any other item.
-pub(crate) fn take_resource_text(item: Value) -> Result<(String, Map<String, Value>), Value> {
+pub fn take_resource_text(item: Value) -> Result<(String, Map<String, Value>), Value> {
     let is_text_resource = item.get("type").and_then(Value::as_str) == Some("resource")
         && item
             .get("resource")
@@ -157,35 +157,37 @@ pub const PREFIX: &str = "budget_";
 
 /// The sentence a paged result's hint gets when `response_refs` is on: how to pass the
 /// cached response `id` to a tool without writing it out.
-pub(crate) fn refs_hint(id: &str) -> String {
+pub fn refs_hint(id: &str) -> String {
     format!(
         " Pass it to a tool as an argument: {{\"{}\":\"{id}\",\"query\":\"<jq>\"}}.",
-        crate::boundary::model::REF_KEY
+        super::model::REF_KEY
     )
 }
 
 /// The member that makes an object a response reference.
-pub(crate) const REF_KEY: &str = "$response";
+pub const REF_KEY: &str = "$response";
 
 /// The names deferred mode lists its two tools under (prefixed on a clash).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DeferNames {
-    pub(crate) find_tools: String,
-    pub(crate) call_tool: String,
+pub struct DeferNames {
+    /// The tool that searches the catalog (`find_tools`, prefixed on a clash).
+    pub find_tools: String,
+    /// The tool that calls a tool of the catalog by name (`call_tool`, prefixed on a clash).
+    pub call_tool: String,
 }
 
 /// What deferred mode remembers of `tools/list`.
 #[derive(Debug, Default)]
-pub(crate) struct Catalog {
+pub struct Catalog {
     /// The listed (allowed, compacted) tools of every page seen.
-    pub(crate) tools: Vec<Value>,
+    pub tools: Vec<Value>,
     /// Set once a first page was deferred.
-    pub(crate) names: Option<DeferNames>,
+    pub names: Option<DeferNames>,
 }
 
 /// Where each content item of the upstream result went.
 #[derive(Debug, Clone)]
-pub(crate) enum Slot {
+pub enum Slot {
     /// A text item: `doc` indexes the shaped documents; `extra` holds its other members
     /// (`annotations`, `_meta`).
     Text {
@@ -203,7 +205,7 @@ pub(crate) enum Slot {
         item: Map<String, Value>,
     },
     /// The result's structuredContent, following the pages of a document (see
-    /// [`super::parts`]); places a text item only when its own document is paged.
+    /// the proxy's `boundary::parts`); places a text item only when its own document is paged.
     Structured(Plan),
     /// Any other item, kept as it was.
     Other(Value),
@@ -211,7 +213,7 @@ pub(crate) enum Slot {
 
 impl Slot {
     /// The document this slot places on a page, with its carrier.
-    pub(crate) fn carrier(&self) -> Option<(usize, Carrier)> {
+    pub fn carrier(&self) -> Option<(usize, Carrier)> {
         match self {
             Slot::Text { doc, extra } => Some((*doc, Carrier::Text(extra.clone()))),
             Slot::Resource { doc, item } => Some((*doc, Carrier::Resource(item.clone()))),
@@ -223,29 +225,41 @@ impl Slot {
 
 /// A shaped result and what telemetry needs to know about it.
 #[derive(Debug)]
-pub(crate) struct Shaped {
-    pub(crate) result: Value,
-    pub(crate) outcome: Outcome,
-    pub(crate) response_id: Option<String>,
-    pub(crate) bytes_pre: u64,
-    pub(crate) bytes: u64,
-    pub(crate) tokens: u64,
-    pub(crate) pre_texts: Vec<String>,
+pub struct Shaped {
+    /// The `CallToolResult` that goes out.
+    pub result: Value,
+    /// What shaping did (fit, compacted, paged, elided, …).
+    pub outcome: Outcome,
+    /// The cached response's id when it was paged or elided (its `read_more` cursor's owner).
+    pub response_id: Option<String>,
+    /// Bytes of the upstream result's model-visible texts (text items and embedded resource
+    /// texts), before shaping.
+    pub bytes_pre: u64,
+    /// Bytes of the documents' texts as they went out.
+    pub bytes: u64,
+    /// Tokens of the documents' texts as they went out (the result's encoding).
+    pub tokens: u64,
+    /// The upstream's model-visible texts, kept only for telemetry (counted later, off the
+    /// reply path); empty otherwise.
+    pub pre_texts: Vec<String>,
     /// The vision cost of the inline images in `tokens` (tokens).
-    pub(crate) image_tokens: u64,
+    pub image_tokens: u64,
 }
 
-/// How [`emit`] fit the documents.
+/// How the documents were fit (the proxy's `boundary::call::emit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EmitMode {
+pub enum EmitMode {
+    /// Every document went out whole (compacted, maybe).
     Whole,
+    /// Page 1 and its meta item went out; the rest is cached behind a cursor.
     Paged,
+    /// The elision envelope went out (`overflow = "elide"`); the whole is cached.
     Elided,
 }
 
 /// `name`, prefixed with [`PREFIX`] as many times as needed to differ from every name in
 /// `taken`.
-pub(crate) fn free_name(name: &str, taken: &[&str]) -> String {
+pub fn free_name(name: &str, taken: &[&str]) -> String {
     let mut n = name.to_owned();
     while taken.contains(&n.as_str()) {
         n = format!("{PREFIX}{n}");
@@ -254,10 +268,10 @@ pub(crate) fn free_name(name: &str, taken: &[&str]) -> String {
 }
 
 /// The two tool definitions for `tools/list`. Their model-visible definition tokens
-/// (`mcp_budget_core::tooldefs::definition_tokens`: name, description, inputSchema) are at
+/// (`crate::tooldefs::definition_tokens`: name, description, inputSchema) are at
 /// most 150 cl100k tokens together (a test pins it); DESIGN.md "What is not advertised is not
 /// used": each says what it does and names every argument.
-pub(crate) fn definitions(names: &ToolNames) -> [Value; 2] {
+pub fn definitions(names: &ToolNames) -> [Value; 2] {
     [
         json!({
             "name": names.read_more,
@@ -265,7 +279,7 @@ pub(crate) fn definitions(names: &ToolNames) -> [Value; 2] {
             "description": "Next page of a shortened tool result, from the proxy's cache.",
             "inputSchema": read_more_schema(),
             "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false},
-            "_meta": mcp_budget_core::wire::injected_tool_meta()
+            "_meta": crate::wire::injected_tool_meta()
         }),
         json!({
             "name": names.query_response,
@@ -273,14 +287,14 @@ pub(crate) fn definitions(names: &ToolNames) -> [Value; 2] {
             "description": "Run a jq query on the full cached result of a shortened response, e.g. '.items|length'.",
             "inputSchema": query_response_schema(),
             "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false},
-            "_meta": mcp_budget_core::wire::injected_tool_meta()
+            "_meta": crate::wire::injected_tool_meta()
         }),
     ]
 }
 
 /// The `inputSchema` of `read_more`. `max_tokens` takes any positive integer: below
-/// [`mcp_budget_core::MIN_BUDGET_TOKENS`] it counts as that, above the budget as the budget.
-pub(crate) fn read_more_schema() -> Value {
+/// [`crate::MIN_BUDGET_TOKENS`] it counts as that, above the budget as the budget.
+pub fn read_more_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -292,7 +306,7 @@ pub(crate) fn read_more_schema() -> Value {
 }
 
 /// The `inputSchema` of `query_response` (`max_tokens` as in [`read_more_schema`]).
-pub(crate) fn query_response_schema() -> Value {
+pub fn query_response_schema() -> Value {
     json!({
         "type": "object",
         "properties": {

@@ -24,7 +24,7 @@
 use serde_json::Value;
 
 /// Keywords under which a subschema is not trusted to say what may be left out.
-pub(crate) const UNSURE: [&str; 11] = [
+pub const UNSURE: [&str; 11] = [
     "minProperties",
     "dependentRequired",
     "dependencies",
@@ -39,14 +39,14 @@ pub(crate) const UNSURE: [&str; 11] = [
 ];
 
 /// Most subschemas followed at one place of the value.
-pub(crate) const MAX_SCHEMAS: usize = 64;
+pub const MAX_SCHEMAS: usize = 64;
 
 /// Most `$ref`s and combinators followed one inside the other at one place.
-pub(crate) const MAX_HOPS: usize = 32;
+pub const MAX_HOPS: usize = 32;
 
 /// What the schema requires at one place of a value.
 #[derive(Debug, Clone)]
-pub(crate) enum Need<'s> {
+pub enum Need<'s> {
     /// Every member is needed, below too (no schema, or one not worked out here).
     All,
     /// The subschemas that may apply here (combinators and references followed), and the
@@ -61,7 +61,7 @@ pub(crate) enum Need<'s> {
 
 impl<'s> Need<'s> {
     /// The need at the root of a value of `schema`; [`Need::All`] without one.
-    pub(crate) fn of(schema: Option<&'s Value>) -> Need<'s> {
+    pub fn of(schema: Option<&'s Value>) -> Need<'s> {
         match schema {
             None => Need::All,
             Some(root) => Need::from_seeds(root, [root]),
@@ -80,7 +80,7 @@ impl<'s> Need<'s> {
     }
 
     /// Whether the member `key` of an object here must be kept.
-    pub(crate) fn requires(&self, key: &str) -> bool {
+    pub fn requires(&self, key: &str) -> bool {
         match self {
             Need::All => true,
             Need::Schemas { set, .. } => set.iter().any(|s| {
@@ -92,7 +92,7 @@ impl<'s> Need<'s> {
     }
 
     /// The need of the member `key` of an object here.
-    pub(crate) fn member(&self, key: &str) -> Need<'s> {
+    pub fn member(&self, key: &str) -> Need<'s> {
         let Need::Schemas { root, set } = self else {
             return Need::All;
         };
@@ -110,7 +110,7 @@ impl<'s> Need<'s> {
     }
 
     /// The need of element `i` of an array here.
-    pub(crate) fn element(&self, i: usize) -> Need<'s> {
+    pub fn element(&self, i: usize) -> Need<'s> {
         let Need::Schemas { root, set } = self else {
             return Need::All;
         };
