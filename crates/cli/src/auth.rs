@@ -45,7 +45,7 @@ pub(crate) enum AuthCommand {
 pub(crate) fn run_login(args: LoginArgs) -> anyhow::Result<ExitCode> {
     let mut options = args.oauth.options(None);
     options.open_browser = !args.no_browser;
-    let runtime = crate::proxy::runtime()?;
+    let runtime = crate::runtime::runtime()?;
     match runtime.block_on(oauth::login(&args.url, options)) {
         Ok(shown) => {
             println!("signed in to {shown}");

@@ -12,6 +12,7 @@ mod demo;
 mod measure;
 mod proxy;
 mod report;
+mod runtime;
 mod serve;
 mod shape;
 mod wrap;

@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use mcp_budget_core::client::Profile;
 use mcp_budget_core::tokens::Encoding;
 use mcp_budget_proxy::boundary::Boundary;
@@ -248,7 +247,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     // The stdio proxy serves no /metrics.
     mcp_budget_proxy::metrics::unread();
-    let runtime = runtime()?;
+    let runtime = crate::runtime::runtime()?;
     let result = runtime.block_on(relay.run_stdio(&upstream));
     // tokio reads stdin on a blocking thread that may sit in read(2) forever.
     runtime.shutdown_timeout(Duration::from_millis(100));
@@ -258,18 +257,4 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     boundary.remove_spill_files();
     let exit = result?;
     Ok(ExitCode::from(u8::try_from(exit.code).unwrap_or(1)))
-}
-
-/// The async runtime that `proxy` (one server or `[servers]`) and `serve` run on: two worker
-/// threads named `mcp-budget`, I/O and timers enabled.
-///
-/// # Errors
-/// The runtime cannot start (threads or the I/O driver cannot be created).
-pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("mcp-budget")
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
 }

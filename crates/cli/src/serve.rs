@@ -77,7 +77,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         settings,
     )?;
 
-    let runtime = crate::proxy::runtime()?;
+    let runtime = crate::runtime::runtime()?;
     let result = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&args.listen)
             .await

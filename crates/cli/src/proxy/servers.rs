@@ -25,7 +25,7 @@ pub(crate) fn run(mut settings: Settings, options: RelayOptions) -> anyhow::Resu
     let proxy = Mux::new(servers, separator, Arc::clone(&boundary), options);
     // The stdio proxy serves no /metrics.
     mcp_budget_proxy::metrics::unread();
-    let runtime = super::runtime()?;
+    let runtime = crate::runtime::runtime()?;
     runtime.block_on(proxy.run_stdio());
     runtime.shutdown_timeout(Duration::from_millis(100));
     boundary.flush_telemetry();

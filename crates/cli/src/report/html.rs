@@ -9,8 +9,8 @@
 use std::fmt::Write as _;
 
 use super::aggregate::{Row, Summary};
+use super::headline::{Source, headline, pct, plural, thousands};
 use super::table::{cells, header, lines, outcome_columns};
-use super::{Source, headline, pct, plural, thousands};
 
 /// Width of the tool-name column of a chart (px).
 const LABEL_W: f64 = 210.0;

@@ -4,7 +4,7 @@
 use comfy_table::{CellAlignment, Table, presets};
 
 use super::aggregate::{OUTCOMES, Row, Summary};
-use super::{Source, headline, pct, thousands};
+use super::headline::{Source, headline, pct, thousands};
 
 /// A row of the table and how to show it.
 pub(crate) struct Line<'a> {

@@ -18,8 +18,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use super::json::Place;
-
 /// A client whose MCP config `wrap` edits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Client {
@@ -29,6 +27,15 @@ pub(crate) enum Client {
     Vscode,
     Windsurf,
     Codex,
+}
+
+/// Where a JSON config keeps its server maps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// A top-level object of servers: `mcpServers` (most clients) or `servers` (VS Code).
+    Key(&'static str),
+    /// Claude Code's `~/.claude.json`: `projects.<path>.mcpServers`.
+    ClaudeProjects,
 }
 
 /// How a config file is read and where its servers are.

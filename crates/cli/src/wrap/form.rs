@@ -217,6 +217,23 @@ impl fmt::Display for Outcome {
     }
 }
 
+/// One server and what happened to it.
+pub(crate) struct Note {
+    /// The server's name, with its project for Claude Code's per-project servers.
+    pub(crate) label: String,
+    pub(crate) outcome: Outcome,
+}
+
+/// A rewritten config.
+pub(crate) struct Rewritten {
+    /// The whole new file.
+    pub(crate) text: String,
+    /// The selected servers, in file order.
+    pub(crate) notes: Vec<Note>,
+    /// Every server's name, selected or not.
+    pub(crate) names: Vec<String>,
+}
+
 /// Whether `command` names the `mcp-budget` binary (any directory; `.exe` on Windows).
 pub(crate) fn is_mcp_budget(command: &str) -> bool {
     let name = command.rsplit(['/', '\\']).next().unwrap_or(command);

@@ -11,20 +11,12 @@ use jsonc_parser::ast::{Array, Object, ObjectProp, Value};
 use jsonc_parser::common::Ranged as _;
 use jsonc_parser::{CollectOptions, ParseOptions, parse_to_ast};
 
+use super::client::Place;
 use super::form::{
-    Action, ArgsView, Decision, EntryView, HttpEntry, Outcome, decide, is_streamable,
-    line_break_and_indent, remote_description,
+    Action, ArgsView, Decision, EntryView, HttpEntry, Note, Outcome, Rewritten, decide,
+    is_streamable, line_break_and_indent, remote_description,
 };
-use super::{Note, Rewritten, Selection};
-
-/// Where a JSON config keeps its server maps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Place {
-    /// A top-level object of servers: `mcpServers` (most clients) or `servers` (VS Code).
-    Key(&'static str),
-    /// Claude Code's `~/.claude.json`: `projects.<path>.mcpServers`.
-    ClaudeProjects,
-}
+use super::select::Selection;
 
 /// One byte-range replacement in the text.
 struct Edit {

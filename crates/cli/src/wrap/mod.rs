@@ -4,11 +4,10 @@
 //! A wrapped entry runs `<absolute path of this binary> proxy [--max-tokens N] -- <command>
 //! <args>…` (absolute, since Claude Desktop does not read the shell's `PATH`), or with
 //! `--command uvx|npx` the published package of this very version (`uvx mcp-budget@V proxy …`,
-//! `npx -y mcp-budget@V proxy …`); `env` and every other key stay as they were. Wrapping twice changes nothing; `unwrap` gives back the file
-//! byte for byte. The change is printed as a unified diff on stdout; what happened to each
-//! server, and where the backup went, on stderr.
+//! `npx -y mcp-budget@V proxy …`); `env` and every other key stay as they were. Wrapping twice
+//! changes nothing; `unwrap` gives back the file byte for byte. The change is printed as a
+//! unified diff on stdout; what happened to each server, and where the backup went, on stderr.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
@@ -18,31 +17,12 @@ mod files;
 mod form;
 mod json;
 mod merge;
+mod select;
 mod toml;
 
 use client::{Client, Format};
-use form::{Action, Launch, Outcome, Wrapper};
-
-/// Which config and which servers (flags shared by `wrap` and `unwrap`).
-#[derive(Debug, clap::Args)]
-pub(crate) struct Selectors {
-    /// The client whose MCP config to edit (its documented file; a project's file in the
-    /// current directory wins over the user's)
-    #[arg(long, value_enum, required_unless_present = "config")]
-    client: Option<Client>,
-
-    /// The config file to edit, instead of the client's default
-    #[arg(long, value_name = "PATH")]
-    config: Option<PathBuf>,
-
-    /// Only these servers (names as in the config, comma-separated)
-    #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
-    only: Vec<String>,
-
-    /// Print the diff only; write nothing
-    #[arg(long)]
-    dry_run: bool,
-}
+use form::{Action, Launch, Wrapper};
+use select::{Selection, Selectors, resolve};
 
 /// Flags of `mcp-budget wrap`.
 #[derive(Debug, clap::Args)]
@@ -100,32 +80,6 @@ pub(crate) struct UnwrapArgs {
     selectors: Selectors,
 }
 
-/// The servers `--only` names (all when empty).
-pub(crate) struct Selection(Vec<String>);
-
-impl Selection {
-    fn selects(&self, name: &str) -> bool {
-        self.0.is_empty() || self.0.iter().any(|n| n == name)
-    }
-}
-
-/// One server and what happened to it.
-pub(crate) struct Note {
-    /// The server's name, with its project for Claude Code's per-project servers.
-    label: String,
-    outcome: Outcome,
-}
-
-/// A rewritten config.
-pub(crate) struct Rewritten {
-    /// The whole new file.
-    text: String,
-    /// The selected servers, in file order.
-    notes: Vec<Note>,
-    /// Every server's name, selected or not.
-    names: Vec<String>,
-}
-
 /// Runs `mcp-budget wrap`.
 pub(crate) fn run_wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
     if args.max_tokens == Some(0) {
@@ -176,23 +130,6 @@ fn in_build_tree(exe: &str) -> bool {
 /// Runs `mcp-budget unwrap`.
 pub(crate) fn run_unwrap(args: UnwrapArgs) -> anyhow::Result<ExitCode> {
     run(args.selectors, &Action::Unwrap)
-}
-
-/// The config file to edit, its format and its client (when known).
-pub(crate) fn resolve(selectors: &Selectors) -> anyhow::Result<(PathBuf, Format, Option<Client>)> {
-    Ok(match (&selectors.config, selectors.client) {
-        (Some(path), Some(client)) => (path.clone(), client.format(), Some(client)),
-        (Some(path), None) => {
-            let client = Client::guess(path);
-            let format = client.map_or_else(|| client::any_format(path), Client::format);
-            (path.clone(), format, client)
-        }
-        (None, Some(client)) => {
-            let cwd = std::env::current_dir().context("cannot read the current directory")?;
-            (client.default_path(&cwd)?, client.format(), Some(client))
-        }
-        (None, None) => bail!("name a client with --client or a file with --config"),
-    })
 }
 
 fn run(selectors: Selectors, action: &Action) -> anyhow::Result<ExitCode> {

@@ -9,10 +9,10 @@ use anyhow::Context as _;
 use toml_edit::{Array, DocumentMut, Item, Key, TableLike, Value};
 
 use super::form::{
-    Action, ArgsView, Decision, EntryView, Outcome, decide, line_break_and_indent,
+    Action, ArgsView, Decision, EntryView, Note, Outcome, Rewritten, decide, line_break_and_indent,
     remote_description,
 };
-use super::{Note, Rewritten, Selection};
+use super::select::Selection;
 
 /// Rewrites the servers in `mcp_servers` of the TOML `text` for `action`.
 ///

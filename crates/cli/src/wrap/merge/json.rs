@@ -6,9 +6,10 @@ use jsonc_parser::ast::{Object, Value};
 use jsonc_parser::common::Ranged as _;
 use jsonc_parser::{CollectOptions, parse_to_ast};
 
-use super::{Member, Role, Spec, has_placeholder, merged_of};
+use super::plan::{Member, Role, Spec, has_placeholder, merged_of};
+use crate::wrap::client::Place;
 use crate::wrap::form::{is_streamable, wrapped_remote, wrapped_split};
-use crate::wrap::json::{Place, quote, remote_entry_text};
+use crate::wrap::json::{quote, remote_entry_text};
 
 /// Calls `f` with the members of the server map (the first of `places` in `text`) and a
 /// function giving the merged entry's text (`"name": {…}` in the first member's layout) from

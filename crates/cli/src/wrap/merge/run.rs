@@ -5,10 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 
-use super::{HEADER, Plan, Record, entry_args, plan_merge, plan_unmerge, valid_name};
+use super::plan::{HEADER, Plan, Record, entry_args, plan_merge, plan_unmerge, valid_name};
 use crate::wrap::client::Format;
+use crate::wrap::files;
 use crate::wrap::form::Launch;
-use crate::wrap::{Selection, Selectors, files, resolve};
+use crate::wrap::select::{Selection, Selectors, resolve};
 
 /// Where the servers file of the merged entry `name` for the client file `path` goes:
 /// `<path>.<name>.toml`, beside the real file (symlinks followed), absolute.

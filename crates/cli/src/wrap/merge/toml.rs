@@ -6,7 +6,7 @@
 
 use toml_edit::{Document, Item, TableLike};
 
-use super::{Member, Role, Spec, merged_of};
+use super::plan::{Member, Role, Spec, merged_of};
 use crate::wrap::form::{wrapped_remote, wrapped_split};
 
 /// The header tables of `text` with their members.
