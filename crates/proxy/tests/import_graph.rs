@@ -18,14 +18,14 @@ use std::path::{Path, PathBuf};
 /// Files in the largest circle of any crate today: 8 in the binary (`wrap`). The boundary,
 /// once one circle of 43 files (every stage added methods to the one `Boundary` and called
 /// its siblings; `config` reached up into `boundary`, `relay` and `jq`), is one-way but for
-/// `args_rewrite/mod.rs` ↔ `refs.rs`; the relay's 15 and core's `measure` 9 are gone.
-/// Issue 35's goal is 2.
+/// `args_rewrite/mod.rs` ↔ `refs.rs`; the relay's 15 and core's `measure` 9 are gone, and so
+/// are the proxy's `mux` 4, `serve` 4 and `jq` 3 and the fixture's 3. Issue 35's goal is 2.
 const LARGEST_CIRCLE: usize = 8;
 
 /// Files in circles of more than one file, all crates together, today (core 10: paginate 4
-/// and 2, table 4; proxy 13: mux 4, serve 4, jq 3, args_rewrite 2; fixture 3; the binary
-/// 13: wrap 8, report 3, proxy 2; rmcp 0).
-const FILES_IN_CIRCLES: usize = 39;
+/// and 2, table 4; proxy 2: args_rewrite 2; fixture 0; the binary 13: wrap 8, report 3,
+/// proxy 2; rmcp 0).
+const FILES_IN_CIRCLES: usize = 25;
 
 /// One crate's files: module path (segments under the crate root) → file, relative to `src`.
 struct Crate {
