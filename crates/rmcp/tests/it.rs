@@ -16,16 +16,11 @@ mod raw_results;
 #[test]
 fn every_test_file_is_a_module() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests");
-    let this = include_str!("it.rs");
-    for entry in std::fs::read_dir(dir).expect("the tests directory") {
-        let name = entry.expect("a directory entry").file_name();
-        let name = name.to_string_lossy();
-        if name.ends_with(".rs") && name != "it.rs" {
-            let line = format!("#[path = \"{name}\"]");
-            assert!(
-                this.contains(&line),
-                "tests/{name} is not a module of tests/it.rs"
-            );
-        }
-    }
+    let missing =
+        mcp_budget_fixture::suite::unlisted_test_files(dir.as_ref(), include_str!("it.rs"))
+            .expect("the tests directory");
+    assert!(
+        missing.is_empty(),
+        "not modules of tests/it.rs: {missing:?}"
+    );
 }

@@ -257,7 +257,7 @@ fn query_response(b: &Boundary, args: &Value) -> Answer {
         return query_failed(b, budget, "missing argument \"query\" (a jq filter)");
     };
     // With `uuid_prefix`, the filter and its input see full UUIDs; the output is shortened.
-    let (input, query) = args_rewrite::query_view(b, &entry.id, entry.query_input(), query);
+    let (input, query) = args_rewrite::refs::query_view(b, &entry.id, entry.query_input(), query);
     let shortened = b.uuids.response_map(&entry.id).is_some();
     let input = match serde_json::to_string(&input) {
         Ok(text) => text,

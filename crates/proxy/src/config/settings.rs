@@ -209,18 +209,26 @@ impl Settings {
         Ok(self)
     }
 
+    /// The value of a process-wide option: the flag or environment variable (`flag`), else
+    /// what the TOML file (if loaded) gives (`file`); `None` when neither does (the caller
+    /// then takes its built-in default). Per-tool options go through `config::rule` instead.
+    fn flag_or_file<T: Clone>(
+        &self,
+        flag: &Option<T>,
+        file: impl FnOnce(&ConfigFile) -> Option<T>,
+    ) -> Option<T> {
+        flag.clone().or_else(|| self.file.as_ref().and_then(file))
+    }
+
     /// The limits of `query_response` filter runs: flag or environment, then `[defaults]`,
     /// then the built-in defaults (2 workers, 1024 MiB, 10 s). At least 1 worker and 16 MiB.
     pub fn jq_limits(&self) -> JqLimits {
-        let defaults = self.file.as_ref().map(|f| &f.defaults);
         let workers = self
-            .jq_workers
-            .or(defaults.and_then(|d| d.jq_workers))
+            .flag_or_file(&self.jq_workers, |f| f.defaults.jq_workers)
             .unwrap_or(DEFAULT_JQ_WORKERS)
             .max(1);
         let memory_bytes = self
-            .jq_memory_mib
-            .or(defaults.and_then(|d| d.jq_memory_mib))
+            .flag_or_file(&self.jq_memory_mib, |f| f.defaults.jq_memory_mib)
             .map_or(DEFAULT_JQ_MEMORY_BYTES, |mib| {
                 mib.max(16).saturating_mul(1024 * 1024)
             });
@@ -234,67 +242,53 @@ impl Settings {
     /// The cache bound in bytes: the flag or environment variable, else `[cache] bytes`, else
     /// [`DEFAULT_CACHE_BYTES`].
     pub fn cache_bytes(&self) -> usize {
-        self.cache_bytes
-            .or(self.file.as_ref().and_then(|f| f.cache.bytes))
+        self.flag_or_file(&self.cache_bytes, |f| f.cache.bytes)
             .unwrap_or(DEFAULT_CACHE_BYTES)
     }
 
     /// The cache TTL: the flag or environment variable, else `[cache] ttl_secs`, else
     /// [`DEFAULT_CACHE_TTL`].
     pub fn cache_ttl(&self) -> Duration {
-        self.cache_ttl
-            .or(self
-                .file
-                .as_ref()
-                .and_then(|f| f.cache.ttl_secs)
-                .map(Duration::from_secs))
-            .unwrap_or(DEFAULT_CACHE_TTL)
+        self.flag_or_file(&self.cache_ttl, |f| {
+            f.cache.ttl_secs.map(Duration::from_secs)
+        })
+        .unwrap_or(DEFAULT_CACHE_TTL)
     }
 
     /// The shared store's URL: the flag or environment variable, else `[store] url`; `None`:
     /// the memory store. An empty value counts as none.
     pub fn store_url(&self) -> Option<String> {
-        self.store
-            .clone()
-            .or(self.file.as_ref().and_then(|f| f.store.url.clone()))
+        self.flag_or_file(&self.store, |f| f.store.url.clone())
             .filter(|u| !u.trim().is_empty())
     }
 
     /// Deadline of one Redis command: [`Settings::store_timeout`], else `[store] timeout_ms`,
     /// else 2 s; at least 1 ms.
     pub fn store_timeout(&self) -> Duration {
-        self.store_timeout
-            .or(self
-                .file
-                .as_ref()
-                .and_then(|f| f.store.timeout_ms)
-                .map(Duration::from_millis))
-            .unwrap_or(DEFAULT_STORE_TIMEOUT)
-            .max(Duration::from_millis(1))
+        self.flag_or_file(&self.store_timeout, |f| {
+            f.store.timeout_ms.map(Duration::from_millis)
+        })
+        .unwrap_or(DEFAULT_STORE_TIMEOUT)
+        .max(Duration::from_millis(1))
     }
 
     /// Bytes of the largest compressed response written to Redis: `[store] max_entry_bytes`,
     /// else 32 MiB.
     pub fn store_max_entry_bytes(&self) -> usize {
-        self.file
-            .as_ref()
-            .and_then(|f| f.store.max_entry_bytes)
+        self.flag_or_file(&None, |f| f.store.max_entry_bytes)
             .unwrap_or(DEFAULT_STORE_MAX_ENTRY_BYTES)
     }
 
     /// The CA file trusted for `rediss://`: [`Settings::store_ca`], else `[store] ca_file`;
     /// `None`: the system's roots.
     pub fn store_ca_file(&self) -> Option<PathBuf> {
-        self.store_ca
-            .clone()
-            .or(self.file.as_ref().and_then(|f| f.store.ca_file.clone()))
+        self.flag_or_file(&self.store_ca, |f| f.store.ca_file.clone())
     }
 
     /// Bytes of the replica cache of parsed responses read from Redis:
     /// [`Settings::store_cache_bytes`], else `[store] cache_bytes`, else 64 MiB; 0 = none.
     pub fn store_cache_bytes(&self) -> usize {
-        self.store_cache_bytes
-            .or(self.file.as_ref().and_then(|f| f.store.cache_bytes))
+        self.flag_or_file(&self.store_cache_bytes, |f| f.store.cache_bytes)
             .unwrap_or(DEFAULT_STORE_CACHE_BYTES)
     }
 
@@ -306,22 +300,17 @@ impl Settings {
     /// The directory under which the spill directory is made: the flag or environment
     /// variable, else `[cache] dir`, else the system temp dir.
     pub fn cache_base_dir(&self) -> PathBuf {
-        self.cache_dir
-            .clone()
-            .or(self.file.as_ref().and_then(|f| f.cache.dir.clone()))
+        self.flag_or_file(&self.cache_dir, |f| f.cache.dir.clone())
             .unwrap_or_else(std::env::temp_dir)
     }
 
     /// The age past which blob files are removed at startup (zero: never): the flag or
     /// environment variable, else `[blobs] max_age_secs`, else [`DEFAULT_BLOB_MAX_AGE`].
     pub fn blob_max_age(&self) -> Duration {
-        self.blob_max_age
-            .or(self
-                .file
-                .as_ref()
-                .and_then(|f| f.blobs.max_age_secs)
-                .map(Duration::from_secs))
-            .unwrap_or(DEFAULT_BLOB_MAX_AGE)
+        self.flag_or_file(&self.blob_max_age, |f| {
+            f.blobs.max_age_secs.map(Duration::from_secs)
+        })
+        .unwrap_or(DEFAULT_BLOB_MAX_AGE)
     }
 
     /// The directory offloaded blobs go to.

@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::filter::{JqError, MAX_OUTPUT_BYTES, MAX_OUTPUTS, to_value};
 use super::worker::{Failure, HELLO, WorkerArgs};
-use super::{JqError, JqLimits, MAX_OUTPUT_BYTES, MAX_OUTPUTS, to_value};
-use crate::config::WorkerCommand;
+use crate::config::{JqLimits, WorkerCommand};
 
 /// At most this many queries wait for a worker slot; more are refused at once.
 pub(crate) const MAX_WAITING: usize = 16;

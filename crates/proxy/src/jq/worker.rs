@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::JqError;
+use super::filter::{JqError, compile, run_filter};
 
 /// The worker's first line on stdout: the proxy refuses to read any other program.
 pub const HELLO: &str = "mcp-budget-jq-worker 1";
@@ -189,10 +189,10 @@ fn serve(stdin: &[u8], out: &mut impl Write) -> Result<(), JqError> {
     };
     let code: String = serde_json::from_slice(first)
         .map_err(|e| JqError::Internal(format!("bad filter line: {e}")))?;
-    let filter = super::compile(&code)?;
+    let filter = compile(&code)?;
     let never = AtomicBool::new(false);
     // The deadline is the proxy's: it kills this process.
-    super::run_filter(&filter, input, &never, Duration::ZERO, |text| {
+    run_filter(&filter, input, &never, Duration::ZERO, |text| {
         out.write_all(b"o")
             .and_then(|()| out.write_all(text.as_bytes()))
             .and_then(|()| out.write_all(b"\n"))

@@ -8,10 +8,10 @@ use std::sync::atomic::Ordering;
 use futures_util::future::join_all;
 use serde_json::{Value, json};
 
+use super::base::{LIST_PAGES, warn};
 use super::hub::{Hub, Phase};
 use super::merge;
 use super::server::bring_up;
-use super::{LIST_PAGES, warn};
 use crate::boundary::args_rewrite::Rewrite;
 use crate::boundary::tools_list::CallRoute;
 use crate::relay::id_key;

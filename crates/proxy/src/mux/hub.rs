@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use super::MuxServer;
+use super::base::{MuxServer, warn};
 use crate::boundary::Boundary;
 use crate::relay::id_key;
 
@@ -174,7 +174,7 @@ impl Hub {
             Ok(line) => {
                 let _ = self.out.send(line).await;
             }
-            Err(e) => super::warn(format_args!("cannot serialize a message: {e}")),
+            Err(e) => warn(format_args!("cannot serialize a message: {e}")),
         }
     }
 

@@ -53,6 +53,7 @@
 //!   `logging/setLevel` goes to every server that logs; notifications of the client go to
 //!   every server, those of servers to the client as they came.
 
+mod base;
 mod client;
 mod hub;
 mod merge;
@@ -72,30 +73,12 @@ use crate::config::{ServerEntry, ToolsList};
 use crate::relay::{
     ClientLines, Frame, HttpUpstream, HttpUpstreamError, RelayOptions, Upstream, UpstreamCommand,
 };
+use base::warn;
 use hub::Hub;
 
-/// The first wait before a crashed server is started again: 500 ms.
-pub const BACKOFF_MIN: Duration = Duration::from_millis(500);
-/// The longest wait between restarts: 30 s.
-pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
-/// Uptime after which a server's next crash waits [`BACKOFF_MIN`] again: 60 s.
-pub const STABLE_AFTER: Duration = Duration::from_secs(60);
-/// Most pages of one list fetched from one server.
-pub const LIST_PAGES: usize = 100;
-/// How long a server's `initialize` (and each list page the proxy fetches) may take: 10 s.
-pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// One upstream server of the multi-server proxy.
-#[derive(Debug, Clone)]
-pub struct MuxServer {
-    /// Its name: the prefix of its tools and prompts.
-    pub name: String,
-    /// How to reach it.
-    pub upstream: Upstream,
-    /// Its `[tools_list]` allow/deny and compaction (its own or the global one), on its own
-    /// tool names.
-    pub tools_list: ToolsList,
-}
+pub use base::{
+    BACKOFF_MAX, BACKOFF_MIN, DEFAULT_INIT_TIMEOUT, LIST_PAGES, MuxServer, STABLE_AFTER,
+};
 
 /// A `[servers.<name>]` entry that cannot be turned into a server.
 #[derive(Debug, thiserror::Error)]
@@ -322,12 +305,6 @@ async fn read_client<I: AsyncRead + Unpin>(hub: Arc<Hub>, mut lines: ClientLines
             }
         }
     }
-}
-
-/// One line on stderr.
-fn warn(args: std::fmt::Arguments<'_>) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr().lock(), "mcp-budget: {args}");
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
+use super::base::{BACKOFF_MAX, BACKOFF_MIN, STABLE_AFTER, warn};
 use super::hub::{Asked, Hub, Phase, Waiter};
-use super::{BACKOFF_MAX, BACKOFF_MIN, STABLE_AFTER, warn};
 use crate::relay::{Relay, RelayOptions, id_key};
 
 /// Bytes buffered in each direction of the pipe between the proxy and a server's relay.

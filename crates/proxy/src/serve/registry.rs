@@ -189,7 +189,7 @@ impl Registry {
         all.extend(lock(&self.workers).values().flatten().cloned());
         for s in all {
             if s.idle_past(limit) {
-                s.stop(&format!("idle for {}", super::http::human(limit)));
+                s.stop(&format!("idle for {}", human(limit)));
             }
         }
     }
@@ -204,5 +204,19 @@ impl Registry {
         while self.live.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+}
+
+/// `90s`, `30m`, `2h` for logs.
+fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    if s == 0 {
+        format!("{} ms", d.as_millis())
+    } else if s.is_multiple_of(3600) {
+        format!("{}h", s / 3600)
+    } else if s.is_multiple_of(60) {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
     }
 }

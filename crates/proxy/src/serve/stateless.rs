@@ -8,14 +8,18 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::envelope::{self, HEADER_MISMATCH, INVALID_REQUEST, Incoming, Kind, MODERN_VERSIONS};
-use super::http::{Accepts, App, deliver, rpc_error, start_failed, unsupported_version};
+use super::principal::Principal;
+use super::registry::Registry;
+use super::respond::{Accepts, deliver, rpc_error, start_failed, unsupported_version};
 
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// A 2026-07-28 request without a session: headers checked against the body, then carried by
-/// an idle worker of the principal (or a new one).
+/// an idle worker of `principal` (or a new one) from `registry`, which it goes back to once
+/// answered.
 pub(super) async fn post(
-    app: &Arc<App>,
+    registry: &Arc<Registry>,
+    principal: &Principal,
     headers: &HeaderMap,
     msg: Incoming,
     body: &[u8],
@@ -81,7 +85,7 @@ pub(super) async fn post(
             ));
         }
     }
-    let worker = match app.registry.checkout(&app.stateless_principal()) {
+    let worker = match registry.checkout(principal) {
         Ok(w) => w,
         Err(e) => return start_failed(id, e),
     };
@@ -91,7 +95,7 @@ pub(super) async fn post(
         body,
         accepts,
         None,
-        Some(Arc::clone(&app.registry)),
+        Some(Arc::clone(registry)),
         false,
     )
     .await

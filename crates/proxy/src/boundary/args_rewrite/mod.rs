@@ -136,20 +136,6 @@ impl Boundary {
     }
 }
 
-/// The input and filter a query on cached response `id` runs with: when that response's
-/// UUIDs were shortened, its prefixes are expanded in both (`query_response` and references
-/// see full UUIDs); otherwise both as they are.
-pub(crate) fn query_view(b: &Boundary, id: &str, mut input: Value, query: &str) -> (Value, String) {
-    match b.uuids.response_map(id) {
-        Some(map) => {
-            uuids::expand_with(&map, &mut input);
-            let query = uuids::expand_str_with(&map, query).unwrap_or_else(|| query.to_owned());
-            (input, query)
-        }
-        None => (input, query.to_owned()),
-    }
-}
-
 /// Shortens the UUIDs of a result about to be emitted, when `on`: its documents and `values`
 /// (structuredContent kept beside them). The prefixes used (empty when off or none), to
 /// [`register`] under the response id once it is known.

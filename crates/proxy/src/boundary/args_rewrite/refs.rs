@@ -127,7 +127,7 @@ fn resolve(b: &Boundary, reference: &Value, path: &str) -> Result<Value, RefFaul
         .get("query")
         .and_then(Value::as_str)
         .unwrap_or(".");
-    let (input, query) = super::query_view(b, &entry.id, entry.query_input(), query);
+    let (input, query) = query_view(b, &entry.id, entry.query_input(), query);
     let text = serde_json::to_string(&input)
         .map_err(|e| fault("query_failed", format!("internal error: {e}")))?;
     drop(input);
@@ -138,6 +138,21 @@ fn resolve(b: &Boundary, reference: &Value, path: &str) -> Result<Value, RefFaul
         1 => outs.pop().unwrap_or_default(),
         _ => Value::Array(outs),
     })
+}
+
+/// The input and filter a query on cached response `id` runs with: when that response's
+/// UUIDs were shortened, its prefixes are expanded in both (`query_response` and references
+/// see full UUIDs); otherwise both as they are.
+pub(crate) fn query_view(b: &Boundary, id: &str, mut input: Value, query: &str) -> (Value, String) {
+    match b.uuids.response_map(id) {
+        Some(map) => {
+            super::uuids::expand_with(&map, &mut input);
+            let query =
+                super::uuids::expand_str_with(&map, query).unwrap_or_else(|| query.to_owned());
+            (input, query)
+        }
+        None => (input, query.to_owned()),
+    }
 }
 
 #[cfg(test)]

@@ -81,3 +81,47 @@ impl fmt::Debug for OAuthOptions {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key of `[upstream.oauth]` reaches the options, and a key the file leaves out
+    /// keeps what the flags gave. The destructuring names every field of [`FileOAuth`], so a
+    /// new key does not compile here until it is carried and checked.
+    #[test]
+    fn with_file_carries_every_file_key() {
+        let file = FileOAuth {
+            client_id: Some("id-f".into()),
+            client_secret: Some("secret-f".into()),
+            private_key: Some("/k.pem".into()),
+            client_metadata_url: Some("https://c.example/meta".into()),
+            scope: Some("read write".into()),
+            redirect_port: Some(8765),
+        };
+        let got = OAuthOptions::default().with_file(&file);
+        let FileOAuth {
+            client_id,
+            client_secret,
+            private_key,
+            client_metadata_url,
+            scope,
+            redirect_port,
+        } = &file;
+        assert_eq!(&got.client_id, client_id);
+        assert_eq!(&got.client_secret, client_secret);
+        assert_eq!(&got.private_key, private_key);
+        assert_eq!(&got.client_metadata_url, client_metadata_url);
+        assert_eq!(&got.scope, scope);
+        assert_eq!(&got.redirect_port, redirect_port);
+
+        let flags = OAuthOptions {
+            client_id: Some("id-flag".into()),
+            redirect_port: Some(9000),
+            ..OAuthOptions::default()
+        };
+        let kept = flags.with_file(&FileOAuth::default());
+        assert_eq!(kept.client_id.as_deref(), Some("id-flag"));
+        assert_eq!(kept.redirect_port, Some(9000));
+    }
+}
