@@ -98,7 +98,8 @@ impl Raw {
         raw
     }
 
-    async fn send(&mut self, message: Value) {
+    /// Writes one JSON-RPC message and does not wait for an answer.
+    pub async fn send(&mut self, message: Value) {
         let line = format!("{message}\n");
         self.write.write_all(line.as_bytes()).await.expect("write");
         self.write.flush().await.expect("flush");

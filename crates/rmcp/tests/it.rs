@@ -5,6 +5,8 @@
 // Each module keeps its own `mod common;`: the shared helpers compile once per module.
 #![allow(clippy::duplicate_mod)]
 
+#[path = "clients.rs"]
+mod clients;
 #[path = "common.rs"]
 mod common;
 #[path = "paging.rs"]
