@@ -3,13 +3,14 @@
 //! and core's other modules. The proxy's boundary (`mcp-budget-proxy`) feeds them the
 //! upstream's result and answers the injected tools; the caches and the jq engine stay there.
 //!
-//! One way, leaves first:
+//! One way, leaves first (an arrow is "is imported by"):
 //!
 //! ```text
-//! need ──▶ structured ──▶ model        form
-//! (what an     (structuredContent   (the paged  (a document's whole
-//!  outputSchema  next to its text    result's    rendering and its
-//!  requires)     twin, or paged)     plain data) tokens)
+//! need ──▶ structured ──▶ model ──▶ book ──▶ walk ◀── form
+//! what an   structuredContent  plain   where    pages of   a document's
+//! output-   next to its text   data    pages    a cached   rendering and
+//! Schema    twin, or paged             start    response   its tokens
+//! requires
 //! ```
 //!
 //! - [`need`]: what a tool's `outputSchema` requires of a structuredContent (JSON Schema
@@ -18,10 +19,15 @@
 //! - [`model`]: the plain data of a shaped response: its pages ([`model::SeqPage`]), where each
 //!   page's text goes ([`model::Carrier`], [`model::Slot`]), the injected tools' names and
 //!   definitions ([`model::ToolNames`], [`model::definitions`]).
+//! - [`book`] and [`walk`]: the pages of a cached response as one sequence of its documents,
+//!   within a budget, and where each page starts ([`walk::Cached`] is what the walk reads of
+//!   the cache entry; the proxy's store implements it).
 //! - [`form`]: a document's outgoing text (compact JSON or the table form, [`crate::table`])
 //!   and its tokens, counted only up to a limit.
 
+pub mod book;
 pub mod form;
 pub mod model;
 pub mod need;
 pub mod structured;
+pub mod walk;

@@ -15,7 +15,7 @@
 //! 4. Each document is rendered compact (floats rounded) and counted exactly. When the sum
 //!    fits the budget, the result goes out with the compacted texts and no meta item.
 //! 5. Otherwise the shaped documents are cached under a new response id and page 1 goes out
-//!    (see [`super::walk`] and [`super::parts`]) followed by the meta item, or, with
+//!    (see [`mcp_budget_core::shape::walk`] and [`super::parts`]) followed by the meta item, or, with
 //!    `overflow = "summary"`, the elision envelope whose `next_cursor` (`<id>.0`) leads to
 //!    page 1.
 //!
@@ -39,10 +39,10 @@ use super::images;
 use super::parts;
 use super::state::{Boundary, banner_item, rule};
 use super::store::Entry;
-use super::walk;
 use crate::config::{Overflow, Tables};
 use mcp_budget_core::shape::model::{Carrier, EmitMode, Shaped, Slot, ToolNames};
 use mcp_budget_core::shape::structured::{self, Orig, Plan, Twin};
+use mcp_budget_core::shape::walk;
 
 /// The content items of a shaped set of documents (banner not included).
 #[derive(Debug)]
@@ -705,7 +705,7 @@ pub(crate) fn emit(
     }
     let bytes = page.parts.iter().map(|p| p.body.len()).sum::<usize>() + page.meta.len();
     items.push(json!({"type":"text","text":page.meta}));
-    let page_meta = walk::page_meta(&id, &page, &entry);
+    let page_meta = walk::page_meta(&id, &page, &*entry);
     Emitted {
         items,
         shown,

@@ -42,10 +42,10 @@ use super::state::{Boundary, banner_item};
 use super::store::Entry;
 use super::store::TREE_FACTOR;
 use super::store::entry::Prep;
-use super::walk;
 use crate::config::{Overflow, Tables};
 use mcp_budget_core::shape::model::{Carrier, Shaped};
 use mcp_budget_core::shape::structured::{self, Twin};
+use mcp_budget_core::shape::walk;
 
 /// Texts shorter than this many bytes take the full path (it costs them little).
 pub(crate) const MIN_SOURCE_BYTES: usize = 256 * 1024;
@@ -288,7 +288,7 @@ pub(crate) fn shape_at(
         items.push(Carrier::Text(extra.clone()).item(p.body.clone()));
     }
     items.push(json!({"type":"text","text":page.meta}));
-    let page_meta = walk::page_meta(&id, &page, &entry);
+    let page_meta = walk::page_meta(&id, &page, &*entry);
     obj.insert("content".into(), Value::Array(items));
     if let Some(twin) = twin
         && let Some(sc) = obj.get_mut("structuredContent").map(Value::take)

@@ -32,12 +32,12 @@ use super::parts;
 use super::state::Boundary;
 use super::store::remote::{CAS_TRIES, Miss};
 use super::store::{check_id, parse_cursor};
-use super::walk;
 use crate::config::Overflow;
 use mcp_budget_core::shape::model::ToolNames;
 use mcp_budget_core::shape::model::{EmitMode, Slot};
 pub use mcp_budget_core::shape::model::{PREFIX, QUERY_RESPONSE, READ_MORE};
 use mcp_budget_core::shape::model::{query_response_schema, read_more_schema};
+use mcp_budget_core::shape::walk;
 
 /// The hint of a `cursor_invalid` result with reason `unknown`: besides a mistyped cursor,
 /// the usual cause is a cursor passed to the `read_more` of another server's proxy (each MCP
@@ -216,7 +216,7 @@ fn read_more(b: &Boundary, args: &Value, names: &ToolNames) -> Answer {
     let page = sheet.page;
     let mut content: Vec<Value> = crate::boundary::state::banner_item(b).into_iter().collect();
     let bytes = page.meta.len() + page.parts.iter().map(|p| p.body.len()).sum::<usize>();
-    let page_meta = walk::page_meta(&entry.id, &page, &entry);
+    let page_meta = walk::page_meta(&entry.id, &page, &*entry);
     content.extend(parts::page_items(&entry, page.parts));
     content.push(json!({"type":"text","text":page.meta}));
     let mut result = serde_json::Map::new();

@@ -27,8 +27,8 @@ use mcp_budget_core::paginate::Document;
 use mcp_budget_core::tokens::Encoding;
 use serde_json::Value;
 
-use super::book::PageBook;
 use super::spill::{LoadError, SpillDir, SpillFile};
+use mcp_budget_core::shape::book::PageBook;
 use mcp_budget_core::shape::model::Carrier;
 use mcp_budget_core::shape::model::Total;
 use mcp_budget_core::shape::structured::{Orig, Plan};

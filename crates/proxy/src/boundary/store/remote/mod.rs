@@ -50,8 +50,9 @@ use mcp_budget_core::wire::CursorFault;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use sha2::{Digest, Sha256};
 
-use super::book::{Mark, PageBook};
+use super::book::Mark;
 use super::entry::Entry;
+use mcp_budget_core::shape::book::PageBook;
 
 /// A body decompresses to at most this many times `max_entry_bytes` (a guard against a
 /// damaged or hostile value).
