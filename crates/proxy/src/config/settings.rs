@@ -275,7 +275,9 @@ impl Settings {
     /// Bytes of the largest compressed response written to Redis: `[store] max_entry_bytes`,
     /// else 32 MiB.
     pub fn store_max_entry_bytes(&self) -> usize {
-        self.flag_or_file(&None, |f| f.store.max_entry_bytes)
+        self.file
+            .as_ref()
+            .and_then(|f| f.store.max_entry_bytes)
             .unwrap_or(DEFAULT_STORE_MAX_ENTRY_BYTES)
     }
 
