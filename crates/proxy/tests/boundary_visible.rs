@@ -112,6 +112,36 @@ fn a_small_resource_passes_whole_and_its_json_is_compacted() {
     );
 }
 
+/// CI's failing input (boundary_visible_props, `Resource("{} ")`): a resource that declares a
+/// type other than JSON comes back as it came, even when its text parses as JSON; with no
+/// `mimeType` or a JSON one it is compacted.
+#[test]
+fn a_text_plain_resource_that_parses_as_json_comes_back_as_it_came() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = boundary(2000, &dir);
+    for text in ["{} ", "[1.23456789012345, 2]", "{\n  \"a\": 1\n}\n"] {
+        for mime in ["text/plain", "text/markdown; charset=utf-8", "text/csv"] {
+            let r = json!({"content": [{"type": "resource", "resource": {"uri": "file:///a.txt",
+                "mimeType": mime, "text": text}}]});
+            let out = b.shape_call_result("read", r.clone(), 0);
+            assert_eq!(out["content"], r["content"], "{mime}: {text:?}");
+        }
+        for mime in [None, Some("application/json"), Some("application/ld+json")] {
+            let mut resource = json!({"uri": "file:///a.json", "text": text});
+            if let Some(m) = mime {
+                resource["mimeType"] = json!(m);
+            }
+            let r = json!({"content": [{"type": "resource", "resource": resource}]});
+            let out = b.shape_call_result("read", r, 0);
+            let shown = out["content"][0]["resource"]["text"].as_str().unwrap();
+            assert!(
+                !shown.contains(' ') && !shown.contains('\n'),
+                "{mime:?}: {shown:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn query_response_sees_the_resource_text() {
     let dir = tempfile::tempdir().unwrap();

@@ -148,6 +148,23 @@ pub fn take_resource_text(item: Value) -> Result<(String, Map<String, Value>), V
     Ok((text, m))
 }
 
+/// Whether an embedded resource whose `resource.mimeType` is `mime` may be read as JSON (and
+/// so compacted and rounded): no `mimeType`, or a JSON media type: subtype `json` or a
+/// `+json` structured-syntax suffix (RFC 6839 §3.1), parameters and case ignored. A resource
+/// that declares any other type (`text/plain`, `text/markdown`, `text/csv` …) is text the
+/// server meant as it is: `{} ` in a `.txt` file comes back `{} `, byte for byte.
+pub fn resource_may_be_json(mime: Option<&str>) -> bool {
+    let Some(mime) = mime else {
+        return true;
+    };
+    let essence = mime.split(';').next().unwrap_or("").trim();
+    let Some((_, subtype)) = essence.split_once('/') else {
+        return false;
+    };
+    let subtype = subtype.trim().to_ascii_lowercase();
+    subtype == "json" || subtype.ends_with("+json")
+}
+
 /// Name of the paging tool when no upstream tool has it.
 pub const READ_MORE: &str = "read_more";
 /// Name of the query tool when no upstream tool has it.
@@ -320,4 +337,32 @@ pub fn query_response_schema() -> Value {
 
 fn max_tokens_schema() -> Value {
     json!({"type": "integer", "minimum": 1, "description": "page size"})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resource_may_be_json;
+
+    #[test]
+    fn only_json_media_types_and_no_type_are_read_as_json() {
+        for yes in [
+            None,
+            Some("application/json"),
+            Some("Application/JSON; charset=utf-8"),
+            Some("application/geo+json"),
+            Some("text/json"),
+        ] {
+            assert!(resource_may_be_json(yes), "{yes:?}");
+        }
+        for no in [
+            Some("text/plain"),
+            Some("text/markdown"),
+            Some("application/x-ndjson"),
+            Some("application/jsonl"),
+            Some(""),
+            Some("json"),
+        ] {
+            assert!(!resource_may_be_json(no), "{no:?}");
+        }
+    }
 }

@@ -40,7 +40,9 @@ use super::parts;
 use super::state::{Boundary, banner_item, rule};
 use super::store::Entry;
 use crate::config::{Overflow, Tables};
-use mcp_budget_core::shape::model::{Carrier, EmitMode, Shaped, Slot, ToolNames};
+use mcp_budget_core::shape::model::{
+    Carrier, EmitMode, Shaped, Slot, ToolNames, resource_may_be_json,
+};
 use mcp_budget_core::shape::structured::{self, Orig, Plan, Twin};
 use mcp_budget_core::shape::walk;
 
@@ -169,7 +171,16 @@ pub(crate) fn shape_full_at(
                         // An embedded resource's text is model-visible: a document like a
                         // text item's (compacted, offloaded, paged; no `transform`).
                         bytes_pre += text.len() as u64;
-                        let mut doc = document_of(&text);
+                        let mime = rest
+                            .get("resource")
+                            .and_then(|r| r.get("mimeType"))
+                            .and_then(Value::as_str);
+                        // A resource that declares a type other than JSON is text as it came.
+                        let mut doc = if resource_may_be_json(mime) {
+                            document_of(&text)
+                        } else {
+                            Document::Text(text.clone())
+                        };
                         offloaded += offload_in_doc(b, &mut doc);
                         orig_texts.push(text);
                         is_text_item.push(false);

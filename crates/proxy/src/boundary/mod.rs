@@ -17,7 +17,9 @@
 //!   a structuredContent's page).
 //! - **Compaction first** (`call.rs`): a `text` item (or embedded resource text) holding a
 //!   JSON object or array is parsed, run through the tool's `transform` (jq; text items
-//!   only), and re-emitted compact with floats rounded. A result that then fits comes back
+//!   only), and re-emitted compact with floats rounded (an embedded resource only when it
+//!   declares no `mimeType` or a JSON one:
+//!   [`mcp_budget_core::shape::model::resource_may_be_json`]). A result that then fits comes back
 //!   with no meta item (and a structuredContent no text item carries goes out whole, with no
 //!   text item added).
 //! - **Over budget**: page 1 and the meta item (the last content item), or with
