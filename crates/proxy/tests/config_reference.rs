@@ -112,7 +112,7 @@ fn the_config_reference_documents_every_key_and_no_other() {
     assert!(
         missing.is_empty() && extra.is_empty(),
         "docs/reference/config.md is out of step with the config structs \
-         (crates/proxy/src/config.rs, config/*.rs):\n  keys without a row: {missing:?}\n  \
+         (crates/engine/src/config.rs, config/*.rs):\n  keys without a row: {missing:?}\n  \
          rows of keys the config does not accept: {extra:?}"
     );
 }

@@ -563,6 +563,7 @@ fn crates() -> Vec<Crate> {
     let root = workspace().join("crates");
     vec![
         load("mcp-budget-core", &root.join("core/src")),
+        load("mcp-budget-engine", &root.join("engine/src")),
         load("mcp-budget-proxy", &root.join("proxy/src")),
         load("mcp-budget-fixture", &root.join("fixture/src")),
         load("mcp-budget-rmcp", &root.join("rmcp/src")),

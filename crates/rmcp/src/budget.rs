@@ -1,7 +1,10 @@
 //! [`Budget`]: the layer's settings, and what wraps a server.
 
-use mcp_budget_proxy::boundary::Boundary;
-use mcp_budget_proxy::config::Settings;
+use std::sync::Arc;
+
+use mcp_budget_core::shape::ports::JqRunner;
+use mcp_budget_engine::boundary::Boundary;
+use mcp_budget_engine::config::Settings;
 use rmcp::{RoleServer, Service};
 
 use crate::error::Error;
@@ -24,6 +27,8 @@ use crate::service::Budgeted;
 #[derive(Debug, Clone)]
 pub struct Budget {
     settings: Settings,
+    /// Runs `query_response` filters; `None`: the worker pool of `settings.jq_worker`.
+    jq: Option<Arc<dyn JqRunner>>,
 }
 
 impl Default for Budget {
@@ -50,7 +55,7 @@ impl Budget {
     /// [`Settings::jq_worker`] is used as it is: set it to [`crate::jq_worker_command`] (what
     /// [`Budget::new`] does) for this server's own executable.
     pub fn from_settings(settings: Settings) -> Budget {
-        Budget { settings }
+        Budget { settings, jq: None }
     }
 
     /// The budget of one `tools/call` result, in tokens of the encoding in force (cl100k_base
@@ -65,6 +70,16 @@ impl Budget {
     /// Significant digits floats are rounded to; 0 keeps them exact. 9 by default.
     pub fn precision(mut self, digits: u32) -> Budget {
         self.settings.precision = Some(digits);
+        self
+    }
+
+    /// Runs `query_response` filters with `runner` instead of jq worker processes
+    /// ([`crate::jq_worker_command`]): [`crate::InProcessJq`] for a server that cannot start
+    /// processes or would rather not call [`crate::run_jq_worker_if_asked`] (no memory bound
+    /// then; a deadline of 10 s), or a runner of the server's own ([`JqRunner`]). Worker
+    /// processes by default.
+    pub fn jq(mut self, runner: Arc<dyn JqRunner>) -> Budget {
+        self.jq = Some(runner);
         self
     }
 
@@ -85,7 +100,10 @@ impl Budget {
     /// parsed, a `transform` rule is not a valid jq filter, the telemetry log cannot be
     /// opened, or a shared store cannot be reached.
     pub fn wrap<S: Service<RoleServer>>(self, inner: S) -> Result<Budgeted<S>, Error> {
-        let boundary = Boundary::new(self.settings)?;
+        let mut boundary = Boundary::new(self.settings)?;
+        if let Some(runner) = self.jq {
+            boundary = boundary.with_jq(runner);
+        }
         Ok(Budgeted::from_parts(inner, boundary))
     }
 }

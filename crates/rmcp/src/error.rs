@@ -12,7 +12,7 @@ pub enum Error {
     /// `transform` that is not a jq filter, a telemetry log that cannot be opened, a shared
     /// store that cannot be reached.
     #[error("mcp-budget settings: {0}")]
-    Settings(#[from] mcp_budget_proxy::config::ConfigError),
+    Settings(#[from] mcp_budget_engine::config::ConfigError),
     /// A result of the inner server could not be turned into JSON.
     #[error("cannot turn the result into JSON: {0}")]
     Encode(#[source] serde_json::Error),

@@ -24,13 +24,16 @@
 //!   requests) reaches the inner service unchanged. `_meta` maps, annotations,
 //!   `structuredContent` and members rmcp's model does not know are kept.
 //!
-//! The engine today is `mcp_budget_proxy::boundary::Boundary`; when its stages have moved
-//! into `mcp-budget-core`, this crate will depend on that instead, with the same API here.
+//! The engine is `mcp_budget_engine::boundary::Boundary`, the same one `mcp-budget proxy`
+//! drives, built without its `redis` feature: this crate brings no network stack of its own
+//! (no hyper, axum, Redis or TLS) and no tokio beyond what rmcp already has. Pages live in
+//! memory (spilled to files past the bound).
 //!
 //! `query_response` runs jq in a worker process (empty environment, no files, bounded memory
 //! and CPU): by default this same executable, started with [`JQ_WORKER_ARG`]. A server's
 //! `main` calls [`run_jq_worker_if_asked`] first; without it everything but
-//! `query_response` works.
+//! `query_response` works. [`Budget::jq`] takes another runner: [`InProcessJq`] (a thread
+//! with a deadline, no process), or the server's own [`JqRunner`].
 //!
 //! ```no_run
 //! use mcp_budget_rmcp::Budget;
@@ -70,7 +73,12 @@ mod worker;
 
 pub use budget::Budget;
 pub use error::Error;
+/// The port [`Budget::jq`] takes: what runs a `query_response` filter, and why it failed.
+pub use mcp_budget_core::shape::ports::{JqFailure, JqRunner};
 /// Every setting of the engine, for [`Budget::from_settings`].
-pub use mcp_budget_proxy::config::Settings;
+pub use mcp_budget_engine::config::Settings;
+/// Runs `query_response` filters in this process, on a thread bounded by a deadline
+/// ([`Budget::jq`]).
+pub use mcp_budget_engine::jq::InProcess as InProcessJq;
 pub use service::Budgeted;
 pub use worker::{JQ_WORKER_ARG, jq_worker_command, run_jq_worker_if_asked};

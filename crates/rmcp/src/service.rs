@@ -9,8 +9,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
-use mcp_budget_proxy::boundary::Boundary;
-use mcp_budget_proxy::boundary::tools_list::CallRoute;
+use mcp_budget_engine::boundary::Boundary;
+use mcp_budget_engine::boundary::tools_list::CallRoute;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientNotification, ClientRequest, CustomResult,
     GetTaskRequest, ListToolsRequest, ProtocolVersion, ResultType, ServerConfig, ServerResult,

@@ -3,7 +3,7 @@
 
 use std::ffi::OsStr;
 
-use mcp_budget_proxy::config::WorkerCommand;
+use mcp_budget_engine::config::WorkerCommand;
 
 /// The first argument that makes this program a jq worker: `--mcp-budget-jq-worker`.
 ///
@@ -24,7 +24,7 @@ pub const JQ_WORKER_ARG: &str = "--mcp-budget-jq-worker";
 pub fn run_jq_worker_if_asked() {
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref() == Some(OsStr::new(JQ_WORKER_ARG)) {
-        let status = mcp_budget_proxy::jq::worker::run(args);
+        let status = mcp_budget_engine::jq::worker::run(args);
         std::process::exit(i32::from(status));
     }
 }

@@ -1,6 +1,7 @@
 //! A typed rmcp server (`#[tool]` macros) behind the layer, driven by rmcp's own client over a
 //! duplex pipe: tools/list, page 1 within the budget, read_more to the end, small results
-//! unchanged, `_meta`/annotations/structuredContent kept, other requests forwarded.
+//! unchanged, `_meta`/annotations/structuredContent kept, other requests forwarded,
+//! query_response on the jq runner given (in process, or the server's own).
 
 #[path = "common.rs"]
 mod common;
@@ -254,4 +255,87 @@ async fn a_bad_cursor_is_an_error_result_not_a_crash() {
         call(&client, "hello", json!({})).await["content"][0]["text"],
         "hello, world"
     );
+}
+
+/// A `JqRunner` of the test's own: counts its runs and answers `length` itself.
+#[derive(Debug, Default)]
+struct Counting {
+    runs: AtomicUsize,
+}
+
+impl mcp_budget_rmcp::JqRunner for Counting {
+    fn run(&self, filter: &str, input: &str) -> Result<Vec<Value>, mcp_budget_rmcp::JqFailure> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        match (filter, serde_json::from_str::<Value>(input)) {
+            ("length", Ok(Value::Array(a))) => Ok(vec![json!(a.len())]),
+            _ => Err(mcp_budget_rmcp::JqFailure::new(format!(
+                "this runner knows `length` only, not {filter:?}"
+            ))),
+        }
+    }
+}
+
+/// The response id of a paged result.
+fn response_id(page: &Value) -> String {
+    meta_item(page).expect("paged")["response_id"]
+        .as_str()
+        .expect("response_id")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn query_response_runs_on_the_jq_runner_given_in_process_or_the_servers_own() {
+    // In process: no worker executable at all.
+    let server = mcp_budget_rmcp::Budget::new()
+        .max_tokens(BUDGET)
+        .jq(Arc::new(mcp_budget_rmcp::InProcessJq::default()))
+        .wrap(shop().0)
+        .expect("settings");
+    let client = connect(server).await;
+    let first = call(&client, "orders", json!({})).await;
+    let id = response_id(&first);
+    let out = call(
+        &client,
+        "query_response",
+        json!({"response_id": id, "query": "map(select(.qty == 12)) | length"}),
+    )
+    .await;
+    assert_eq!(texts(&out), vec![(3_000 / 13).to_string()], "{out}");
+    let bad = call(
+        &client,
+        "query_response",
+        json!({"response_id": id, "query": "map("}),
+    )
+    .await;
+    assert_eq!(bad["isError"], json!(true), "{bad}");
+    assert!(texts(&bad)[0].contains("query_failed"), "{bad}");
+
+    // The server's own runner: it gets the filter and the cached rows, its failure is the
+    // model's message.
+    let runner = Arc::new(Counting::default());
+    let server = mcp_budget_rmcp::Budget::new()
+        .max_tokens(BUDGET)
+        .jq(Arc::clone(&runner) as Arc<dyn mcp_budget_rmcp::JqRunner>)
+        .wrap(shop().0)
+        .expect("settings");
+    let client = connect(server).await;
+    let id = response_id(&call(&client, "orders", json!({})).await);
+    let out = call(
+        &client,
+        "query_response",
+        json!({"response_id": id, "query": "length"}),
+    )
+    .await;
+    assert_eq!(texts(&out), vec!["3000".to_owned()], "{out}");
+    let refused = call(
+        &client,
+        "query_response",
+        json!({"response_id": id, "query": ".[0]"}),
+    )
+    .await;
+    assert!(
+        texts(&refused)[0].contains("knows `length` only"),
+        "{refused}"
+    );
+    assert_eq!(runner.runs.load(Ordering::SeqCst), 2);
 }

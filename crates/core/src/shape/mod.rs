@@ -24,10 +24,13 @@
 //!   the cache entry; the proxy's store implements it).
 //! - [`form`]: a document's outgoing text (compact JSON or the table form, [`crate::table`])
 //!   and its tokens, counted only up to a limit.
+//! - [`ports`]: what the caller supplies that is not pure ([`ports::JqRunner`], which runs a
+//!   `query_response` filter); a leaf that imports no stage.
 
 pub mod book;
 pub mod form;
 pub mod model;
 pub mod need;
+pub mod ports;
 pub mod structured;
 pub mod walk;

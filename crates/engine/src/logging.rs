@@ -62,7 +62,7 @@ impl FromStr for LogFormat {
 
 /// Whether debug lines are written (`MCP_BUDGET_DEBUG` set): lets a hot path skip the work
 /// of a debug line's arguments.
-pub(crate) fn debug_on() -> bool {
+pub fn debug_on() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("MCP_BUDGET_DEBUG").is_some())
 }
@@ -189,7 +189,7 @@ pub fn info(args: fmt::Arguments<'_>) {
 }
 
 /// A debug line, written only with `MCP_BUDGET_DEBUG` set.
-pub(crate) fn debug(args: fmt::Arguments<'_>) {
+pub fn debug(args: fmt::Arguments<'_>) {
     if !debug_on() {
         return;
     }
@@ -202,7 +202,7 @@ pub(crate) fn debug(args: fmt::Arguments<'_>) {
 
 /// A `serve` session (or stateless worker) event: `what` happened to the session whose id is
 /// `session` (only its first 8 characters are logged), `message` the whole line.
-pub(crate) fn session(session: Option<&str>, what: &'static str, message: fmt::Arguments<'_>) {
+pub fn session(session: Option<&str>, what: &'static str, message: fmt::Arguments<'_>) {
     if !tracing::dispatcher::has_been_set() {
         let _ = writeln!(std::io::stderr().lock(), "mcp-budget: {message}");
         return;

@@ -142,8 +142,9 @@ pub const STORE_MAX_ENTRY_BYTES: usize = crate::config::DEFAULT_STORE_MAX_ENTRY_
 pub const STORE_CACHE_BYTES: usize = crate::config::DEFAULT_STORE_CACHE_BYTES;
 
 /// A `tools/call` result that goes out as the server wrote it
-/// ([`Boundary::pass_unchanged`]), to be accounted for once it has gone out.
-pub(crate) struct Unchanged {
+/// ([`Boundary::pass_unchanged`]), to be accounted for once it has gone out
+/// ([`Boundary::account_unchanged`]). Opaque.
+pub struct Unchanged {
     /// The tool's name; empty when no one sees the accounting (`took` is then `None`).
     tool: String,
     passed: plain::Passed,
@@ -152,6 +153,14 @@ pub(crate) struct Unchanged {
     /// the call's path). `None` when no one saw the accounting when the check began
     /// ([`Boundary::calls_observed`]): the call is then not accounted for.
     took: Option<std::time::Duration>,
+}
+
+impl std::fmt::Debug for Unchanged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unchanged")
+            .field("tool", &self.tool)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Boundary {
@@ -228,12 +237,7 @@ impl Boundary {
     /// [`Boundary::passes_unchanged`] in two steps: whether `raw` goes out as it came (`None`:
     /// it is to be shaped), and then, once it has gone out, [`Boundary::account_unchanged`]
     /// (which may count its tokens only then).
-    pub(crate) fn pass_unchanged(
-        &self,
-        tool: &str,
-        raw: &[u8],
-        upstream_ms: u64,
-    ) -> Option<Unchanged> {
+    pub fn pass_unchanged(&self, tool: &str, raw: &[u8], upstream_ms: u64) -> Option<Unchanged> {
         // Nothing copied and no clock read for an accounting no one sees (the stdio proxy's
         // default): this runs before the server's line goes out.
         let started = self.calls_observed().then(Instant::now);
@@ -250,7 +254,7 @@ impl Boundary {
     /// [`Boundary::shape_call_result`] would have; nothing when no one saw the accounting when
     /// the check began (no telemetry file, no per-call log event, metrics unread: the stdio
     /// proxy's default).
-    pub(crate) fn account_unchanged(&self, unchanged: Unchanged) {
+    pub fn account_unchanged(&self, unchanged: Unchanged) {
         let Some(took) = unchanged.took else {
             return;
         };

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use mcp_budget_core::wire::CursorFault;
 
-use super::remote::{self, Miss, Put, RemoteConfig, RemoteStore};
+use super::remote::{self, Miss};
+#[cfg(feature = "redis")]
+use super::remote::{Put, RemoteConfig, RemoteStore};
 use super::{Entry, Held, Store};
 use crate::config::{ConfigError, Settings};
 
@@ -158,12 +160,14 @@ fn counted(found: Result<Arc<Entry>, Miss>) -> Result<Arc<Entry>, Miss> {
 
 /// The shared store: Redis, with this process's memory store for the responses Redis does not
 /// take (too large, not readable back from text, or Redis failing at that moment).
+#[cfg(feature = "redis")]
 #[derive(Debug)]
 pub(crate) struct Shared {
     remote: RemoteStore,
     local: Store,
 }
 
+#[cfg(feature = "redis")]
 impl ResponseStore for Shared {
     fn id_len(&self) -> usize {
         remote::ID_HEX
@@ -265,7 +269,8 @@ impl StoreHandle {
     ///
     /// # Errors
     /// [`ConfigError::Store`] when Redis is set but cannot be used: a bad URL or CA file, an
-    /// untrusted TLS certificate, or no answer to `PING` within the timeout.
+    /// untrusted TLS certificate, or no answer to `PING` within the timeout; or when this
+    /// build lacks the `redis` feature.
     pub fn open(settings: &Settings) -> Result<StoreHandle, ConfigError> {
         let memory = || {
             Store::new(
@@ -277,21 +282,33 @@ impl StoreHandle {
         let Some(url) = settings.store_url() else {
             return Ok(StoreHandle(Arc::new(memory())));
         };
-        let remote = RemoteStore::open(RemoteConfig {
-            url,
-            ttl: settings.cache_ttl(),
-            timeout: settings.store_timeout(),
-            max_entry_bytes: settings.store_max_entry_bytes(),
-            ca_file: settings.store_ca_file(),
-            cache_bytes: settings.store_cache_bytes(),
-        })
-        .map_err(|e| ConfigError::Store {
-            message: e.to_string(),
-        })?;
-        Ok(StoreHandle(Arc::new(Shared {
-            remote,
-            local: memory(),
-        })))
+        #[cfg(not(feature = "redis"))]
+        {
+            let _ = url;
+            Err(ConfigError::Store {
+                message: "this build has no shared store: mcp-budget-engine was built without \
+                          its `redis` feature (the mcp-budget binary has it)"
+                    .into(),
+            })
+        }
+        #[cfg(feature = "redis")]
+        {
+            let remote = RemoteStore::open(RemoteConfig {
+                url,
+                ttl: settings.cache_ttl(),
+                timeout: settings.store_timeout(),
+                max_entry_bytes: settings.store_max_entry_bytes(),
+                ca_file: settings.store_ca_file(),
+                cache_bytes: settings.store_cache_bytes(),
+            })
+            .map_err(|e| ConfigError::Store {
+                message: e.to_string(),
+            })?;
+            Ok(StoreHandle(Arc::new(Shared {
+                remote,
+                local: memory(),
+            })))
+        }
     }
 
     /// Whether responses live in Redis (shared between replicas).

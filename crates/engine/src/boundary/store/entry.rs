@@ -101,6 +101,7 @@ pub(crate) struct Entry {
     /// Set on a copy loaded from a shared store: where it lives there and the page book as it
     /// was read, so that the pages this request adds can be written back
     /// ([`super::remote`]).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) remote: Option<super::book::Mark>,
     /// For an entry made from its source text: page 1 as it went out, cut from the text's
     /// head, with the budget it was cut at; given again for that page (the page book's next
@@ -312,6 +313,7 @@ impl Entry {
     }
 
     /// The estimate page 1 shows while the exact total is unknown.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn estimate(&self) -> u64 {
         self.estimate
     }
@@ -322,6 +324,7 @@ impl Entry {
     }
 
     /// Sets the exact total (as read from a shared store, counted by another replica).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn with_total(self, total: Option<u64>) -> Entry {
         if let Some(t) = total {
             let _ = self.total.set(t);
@@ -384,12 +387,14 @@ impl Entry {
     }
 
     /// Whether each doc is JSON (else text), in order.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn json_flags(&self) -> &[bool] {
         &self.json
     }
 
     /// Whether the tree can be rebuilt from the exact texts (see the module docs): what a
     /// shared store needs to hold the entry.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn can_reload(&self) -> bool {
         self.reloadable.load(Ordering::Relaxed)
     }
@@ -671,6 +676,7 @@ impl Entry {
     /// `Arc`, not copied), token counts, carriers and plan; with a fresh page book at the
     /// start and no shared-store mark. What the shared store's replica cache
     /// ([`super::remote::cache`]) hands out. `None` when the tree is not in memory.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn share(&self) -> Option<Entry> {
         let body = self.body.lock().ok()?;
         let tree = Arc::clone(body.tree.as_ref()?);

@@ -3,6 +3,7 @@
 
 /// Where a copy of an entry read from (or written to) Redis lives there, and its book as read.
 #[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 pub(crate) struct Mark {
     /// The hash's key.
     pub(crate) key: String,

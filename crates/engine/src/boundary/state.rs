@@ -15,6 +15,7 @@ use super::store::responses::{ResponseStore, StoreHandle};
 use crate::config::{ConfigError, Settings};
 use crate::telemetry::Telemetry;
 use mcp_budget_core::shape::model::{Catalog, ToolNames};
+use mcp_budget_core::shape::ports::JqRunner;
 
 /// What `tools/list` told about the upstream tools.
 #[derive(Debug, Default)]
@@ -40,8 +41,9 @@ pub struct Boundary {
     pub(super) blobs: BlobSink,
     pub(super) telemetry: Option<Telemetry>,
     pub(super) tools: RwLock<ToolState>,
-    /// Runs `query_response` filters (in worker processes on unix).
-    pub(super) jq: crate::jq::Jq,
+    /// Runs `query_response` filters (by default in worker processes on unix:
+    /// [`crate::jq::worker_pool`]; [`Boundary::with_jq`] to give another).
+    pub(super) jq: Arc<dyn JqRunner>,
     /// UUIDs shown in this session (`uuid_prefix`; see [`args_rewrite`]).
     pub(super) uuids: UuidMemory,
     /// Whether `response_refs` is on for some tool (the hints of paged results say so).
@@ -113,12 +115,24 @@ impl Boundary {
             encoding,
             telemetry,
             tools: RwLock::new(ToolState::default()),
-            jq: crate::jq::Jq::new(&settings.jq_worker, settings.jq_limits()),
+            jq: crate::jq::worker_pool(&settings.jq_worker, settings.jq_limits()),
             uuids: UuidMemory::default(),
             refs_hint: settings.response_refs_anywhere(),
             profile: settings.profile(),
             settings,
         })
+    }
+}
+
+impl Boundary {
+    /// This boundary with `runner` running its `query_response` filters instead of the
+    /// default worker pool ([`crate::jq::worker_pool`] of [`Settings::jq_worker`]): for
+    /// example [`crate::jq::InProcess`] where no worker process can be started. The runner
+    /// gets the filter as the model wrote it (UUID prefixes expanded) and the cached
+    /// response as one JSON text; its error's message is `query_failed`'s.
+    pub fn with_jq(mut self, runner: Arc<dyn JqRunner>) -> Boundary {
+        self.jq = runner;
+        self
     }
 }
 

@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
+use mcp_budget_core::shape::ports::{JqFailure, JqRunner};
 use serde_json::Value;
 
 pub(crate) use filter::{JqError, check, compile};
@@ -91,6 +92,49 @@ impl Jq {
             run_local_text(code, input.to_owned(), self.deadline, &ABANDONED)
         }
     }
+}
+
+impl JqRunner for Jq {
+    fn run(&self, filter: &str, input: &str) -> Result<Vec<Value>, JqFailure> {
+        Jq::run(self, filter, input).map_err(JqFailure::from)
+    }
+}
+
+impl From<JqError> for JqFailure {
+    fn from(e: JqError) -> JqFailure {
+        JqFailure::new(e.to_string())
+    }
+}
+
+/// A [`JqRunner`] that runs `query_response` filters in this process, on a thread of its own
+/// given up on after `deadline` ([`run_local`]'s bounds: the sanitized function set, at most
+/// [`MAX_ABANDONED`] runaway runs, output bounds), for a program that cannot start worker
+/// processes. No memory bound: prefer [`worker_pool`] where processes can be started.
+#[derive(Debug, Clone, Copy)]
+pub struct InProcess {
+    /// How long one filter may run (default [`DEFAULT_DEADLINE`]).
+    pub deadline: Duration,
+}
+
+impl Default for InProcess {
+    fn default() -> InProcess {
+        InProcess {
+            deadline: DEFAULT_DEADLINE,
+        }
+    }
+}
+
+impl JqRunner for InProcess {
+    fn run(&self, filter: &str, input: &str) -> Result<Vec<Value>, JqFailure> {
+        run_local_text(filter, input.to_owned(), self.deadline, &ABANDONED).map_err(JqFailure::from)
+    }
+}
+
+/// The default [`JqRunner`]: worker processes started as `command` (on unix; in process with
+/// `limits.deadline` elsewhere), under `limits` (memory, CPU, deadline, live workers). The
+/// workers start when the first filter runs.
+pub fn worker_pool(command: &crate::config::WorkerCommand, limits: JqLimits) -> Arc<dyn JqRunner> {
+    Arc::new(Jq::new(command, limits))
 }
 
 /// Every output of `code` run on `input`, in process, on a thread of its own given up on after
