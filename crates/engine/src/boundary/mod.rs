@@ -78,8 +78,8 @@
 //!   principal ([`Boundary::with_store`]): another principal's cursor is `unknown`.
 //!
 //! ```
-//! use mcp_budget_proxy::boundary::Boundary;
-//! use mcp_budget_proxy::config::Settings;
+//! use mcp_budget_engine::boundary::Boundary;
+//! use mcp_budget_engine::config::Settings;
 //! use serde_json::json;
 //!
 //! let b = Boundary::new(Settings { max_tokens: Some(300), ..Settings::default() }).unwrap();

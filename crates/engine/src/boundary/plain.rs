@@ -5,7 +5,7 @@
 //! itself, counts it, finds it fits, and writes the same result back; the relay then splices
 //! the copy into the server's line. [`check`] tells such a result from its bytes alone, counts
 //! it exactly as the full path would, and lets the relay forward the server's line byte for
-//! byte ([`crate::relay::Shaper::passes_unchanged`]). The accounting (metrics, the call's log
+//! byte (`mcp_budget_proxy::relay::Shaper::passes_unchanged`). The accounting (metrics, the call's log
 //! line, telemetry) is the same as for a shaped result.
 //!
 //! A result qualifies when all of these hold (anything else takes the full path):
@@ -82,7 +82,7 @@ pub(crate) fn check(b: &Boundary, tool: &str, raw: &[u8]) -> Option<Shaped> {
 }
 
 /// A result that goes out as it came ([`check_then_count`]), whose tokens may be counted yet:
-/// the relay sends the server's line first (see [`crate::relay::Shaper::passes_unchanged`]).
+/// the relay sends the server's line first (see `mcp_budget_proxy::relay::Shaper::passes_unchanged`).
 pub(crate) struct Passed {
     /// The texts, when their count was left for later (copies; `None` when they were counted,
     /// or when no one reads the count: [`Boundary::calls_observed`]).

@@ -1,5 +1,5 @@
 //! `[servers.<name>]` and `[mux]` of the TOML file: several MCP servers behind one proxy
-//! (`mcp-budget proxy --config servers.toml`, see `crate::mux`).
+//! (`mcp-budget proxy --config servers.toml`, see `mcp_budget_proxy::mux`).
 //!
 //! ```toml
 //! [mux]

@@ -11,7 +11,8 @@ use sha2::{Digest, Sha256};
 
 use super::super::book::Mark;
 use super::super::entry::Entry;
-use super::{ID_HEX, Miss, RemoteConfig, RemoteError, cache, codec};
+use super::types::{ID_HEX, Miss, RemoteConfig, RemoteError};
+use super::{cache, codec};
 use mcp_budget_core::shape::book::PageBook;
 
 /// A body decompresses to at most this many times `max_entry_bytes` (a guard against a
