@@ -49,6 +49,6 @@ mod types;
 
 #[cfg(feature = "redis")]
 pub(crate) use client::{Put, RemoteStore, random_id};
-pub(crate) use types::{CAS_TRIES, ID_HEX, Miss};
 #[cfg(feature = "redis")]
 pub(crate) use types::RemoteConfig;
+pub(crate) use types::{CAS_TRIES, ID_HEX, Miss};
