@@ -24,13 +24,19 @@
 //!   the cache entry; the proxy's store implements it).
 //! - [`form`]: a document's outgoing text (compact JSON or the table form, [`crate::table`])
 //!   and its tokens, counted only up to a limit.
+//! - [`list`]: what is done to each tool a `tools/list` result lists, and the injected tools'
+//!   names; imports only `model`.
+//! - [`uuids`]: UUIDs shortened to their 12-hex prefix in a result, and expanded back in later
+//!   calls' arguments ([`uuids::UuidMemory`], one per session); imports only `model`.
 //! - [`ports`]: what the caller supplies that is not pure ([`ports::JqRunner`], which runs a
 //!   `query_response` filter); a leaf that imports no stage.
 
 pub mod book;
 pub mod form;
+pub mod list;
 pub mod model;
 pub mod need;
 pub mod ports;
 pub mod structured;
+pub mod uuids;
 pub mod walk;

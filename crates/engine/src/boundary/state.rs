@@ -8,7 +8,6 @@ use std::sync::{Arc, RwLock};
 use mcp_budget_core::tokens::Encoding;
 use serde_json::{Value, json};
 
-use super::args_rewrite::uuids::UuidMemory;
 use super::blobs::BlobSink;
 use super::store;
 use super::store::responses::{ResponseStore, StoreHandle};
@@ -16,6 +15,7 @@ use crate::config::{ConfigError, Settings};
 use crate::telemetry::Telemetry;
 use mcp_budget_core::shape::model::{Catalog, ToolNames};
 use mcp_budget_core::shape::ports::JqRunner;
+use mcp_budget_core::shape::uuids::UuidMemory;
 
 /// What `tools/list` told about the upstream tools.
 #[derive(Debug, Default)]

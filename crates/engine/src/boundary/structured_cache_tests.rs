@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::state::Boundary;
-use super::store::entry::docs_heap_bytes;
+use super::store::heap::docs_heap_bytes;
 use crate::config::Settings;
 use mcp_budget_core::paginate::Document;
 use mcp_budget_core::shape::structured::Orig;

@@ -6,7 +6,7 @@
 //! [`Rewrite`]: forward the line as it came (byte for byte: the common case), forward it with
 //! new arguments, or answer it here with an `isError` result and forward nothing. In order:
 //!
-//! 1. `uuid_prefix` ([`uuids`]): once any result had its UUIDs shortened, a prefix of a
+//! 1. `uuid_prefix` ([`mcp_budget_core::shape::uuids`]): once any result had its UUIDs shortened, a prefix of a
 //!    remembered UUID in any call's arguments is expanded to the full UUID, whatever tool is
 //!    called; a prefix of several is answered
 //!    `{"error":"ambiguous_id","prefix":…,"candidates":[…],"hint":…}`.
@@ -20,7 +20,6 @@
 //! filter may take up to jq's deadline), so their order towards the server is kept.
 
 pub(crate) mod refs;
-pub(crate) mod uuids;
 
 use mcp_budget_core::paginate::Document;
 use serde::Serialize;
@@ -38,9 +37,6 @@ pub enum Rewrite {
     /// Forward nothing: answer with this `result` (a CallToolResult with `isError: true`).
     Answer(Value),
 }
-
-/// Appended (after one space) to the description of a tool whose results get `uuid_prefix`.
-pub(crate) const UUID_NOTE: &str = "(mcp-budget: UUIDs in results are shortened to their first 12 hex digits; pass them back as shown, they are expanded to the full UUID.)";
 
 /// `{"error":"ambiguous_id",…}`.
 #[derive(Serialize)]
@@ -144,32 +140,22 @@ pub(crate) fn shorten(
     on: bool,
     docs: &mut [Document],
     values: &mut [&mut Value],
-) -> uuids::PrefixMap {
+) -> mcp_budget_core::shape::uuids::PrefixMap {
     if on {
         b.uuids.shorten(docs, values)
     } else {
-        uuids::PrefixMap::new()
+        mcp_budget_core::shape::uuids::PrefixMap::new()
     }
 }
 
 /// Keeps the prefixes of a shortened result under its response id (a paged result: its
 /// `query_response` and references see full UUIDs).
-pub(crate) fn register(b: &Boundary, id: Option<&str>, map: uuids::PrefixMap) {
+pub(crate) fn register(
+    b: &Boundary,
+    id: Option<&str>,
+    map: mcp_budget_core::shape::uuids::PrefixMap,
+) {
     if let Some(id) = id {
         b.uuids.register(id, map);
     }
-}
-
-/// Appends [`UUID_NOTE`] (after one space) to the description of `tool` (a `tools/list`
-/// entry), once: a proxy behind a proxy adds it once.
-pub(crate) fn note_description(tool: &mut Value) {
-    let Some(o) = tool.as_object_mut() else {
-        return;
-    };
-    let desc = match o.get("description").and_then(Value::as_str) {
-        Some(d) if d.contains(UUID_NOTE) => return,
-        Some(d) if !d.is_empty() => format!("{d} {UUID_NOTE}"),
-        _ => UUID_NOTE.to_owned(),
-    };
-    o.insert("description".into(), Value::String(desc));
 }

@@ -146,9 +146,9 @@ fn resolve(b: &Boundary, reference: &Value, path: &str) -> Result<Value, RefFaul
 pub(crate) fn query_view(b: &Boundary, id: &str, mut input: Value, query: &str) -> (Value, String) {
     match b.uuids.response_map(id) {
         Some(map) => {
-            super::uuids::expand_with(&map, &mut input);
-            let query =
-                super::uuids::expand_str_with(&map, query).unwrap_or_else(|| query.to_owned());
+            mcp_budget_core::shape::uuids::expand_with(&map, &mut input);
+            let query = mcp_budget_core::shape::uuids::expand_str_with(&map, query)
+                .unwrap_or_else(|| query.to_owned());
             (input, query)
         }
         None => (input, query.to_owned()),

@@ -43,6 +43,8 @@ use mcp_budget_core::wire::CursorFault;
 
 pub(crate) mod book;
 pub(crate) mod entry;
+pub(crate) mod exact;
+pub(crate) mod heap;
 pub(crate) mod remote;
 pub(crate) mod responses;
 pub(crate) mod spill;
@@ -67,7 +69,7 @@ pub(crate) const MIN_DISK_BYTES: usize = 1 << 30;
 pub(crate) const SWEEP_EVERY: Duration = Duration::from_millis(250);
 
 /// Bytes of memory shaping a result takes per byte of its text, for [`Store::make_room_for`]:
-/// the parsed tree (about 11 for rows of numbers, by [`entry::docs_heap_bytes`]), the
+/// the parsed tree (about 11 for rows of numbers, by [`heap::docs_heap_bytes`]), the
 /// renderings beside it and the relay's copies of the message (measured: about 15; 20 leaves
 /// room for the allocator's slack).
 pub(crate) const TREE_FACTOR: usize = 20;

@@ -6,7 +6,7 @@ use mcp_budget_core::paginate::Document;
 use mcp_budget_core::tokens::Encoding;
 use serde_json::{Value, json};
 
-use super::entry::docs_heap_bytes;
+use super::heap::docs_heap_bytes;
 use super::*;
 use crate::boundary::walk;
 use mcp_budget_core::shape::model::ToolNames;
@@ -188,7 +188,7 @@ fn an_entry_too_deep_to_reparse_is_dropped_not_spilled() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(1, &dir);
     let mut deep = json!([1]);
-    for _ in 0..entry::MAX_PARSE_DEPTH {
+    for _ in 0..super::heap::MAX_PARSE_DEPTH {
         deep = json!([deep]);
     }
     let d = entry_of(&s, vec![Document::Json(deep)], 9);

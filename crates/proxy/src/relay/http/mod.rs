@@ -82,6 +82,8 @@ use super::route;
 
 mod bounded;
 mod client;
+#[cfg(test)]
+mod client_tests;
 mod events;
 mod exchange;
 mod message;

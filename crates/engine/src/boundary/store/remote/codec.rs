@@ -30,7 +30,8 @@ use std::sync::Arc;
 use mcp_budget_core::paginate::{Document, Position};
 use serde_json::{Value, json};
 
-use super::super::entry::{Entry, exact_text};
+use super::super::entry::Entry;
+use super::super::exact::exact_text;
 use mcp_budget_core::shape::book::PageBook;
 use mcp_budget_core::shape::model::Carrier;
 use mcp_budget_core::shape::model::SeqPos;

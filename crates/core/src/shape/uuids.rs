@@ -1,7 +1,8 @@
-//! `uuid_prefix = true`: UUIDs in results become their 12-hex prefix; prefixes in later
-//! calls' arguments become the full UUID again.
+//! The UUID stage (`uuid_prefix = true`): UUIDs in results become their 12-hex prefix;
+//! prefixes in later calls' arguments become the full UUID again. The memory of what a
+//! session was shown ([`UuidMemory`]) is plain data the caller keeps, one per session.
 //!
-//! - **Shortening** ([`UuidMemory::shorten`]): every UUID ([`mcp_budget_core::uuid`]: `8-4-4-4-12`
+//! - **Shortening** ([`UuidMemory::shorten`]): every UUID ([`crate::uuid`]: `8-4-4-4-12`
 //!   hex digits with clean boundaries) in a result's documents — strings and object keys of
 //!   JSON, plain text — and in its structuredContent is replaced by its prefix, unless the
 //!   prefix would be ambiguous: two spellings in this result share it, the session already
@@ -25,28 +26,28 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use mcp_budget_core::paginate::Document;
-use mcp_budget_core::uuid::{self, PREFIX_LEN, UUID_LEN};
+use crate::paginate::Document;
+use crate::uuid::{self, PREFIX_LEN, UUID_LEN};
 use serde_json::Value;
 
 /// Most UUIDs remembered for expansion, and most UUIDs in the prefix maps of responses.
-pub(crate) const MAX_REMEMBERED: usize = 100_000;
+pub const MAX_REMEMBERED: usize = 100_000;
 
 /// Prefix (12 lowercase hex digits) → the full UUID it stands for, as the result spelled it.
-pub(crate) type PrefixMap = HashMap<String, String>;
+pub type PrefixMap = HashMap<String, String>;
 
 /// A prefix in a call's arguments that names several remembered UUIDs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Ambiguous {
+pub struct Ambiguous {
     /// The prefix as written in the arguments.
-    pub(crate) prefix: String,
+    pub prefix: String,
     /// The remembered UUIDs it names, oldest first.
-    pub(crate) candidates: Vec<String>,
+    pub candidates: Vec<String>,
 }
 
 /// The UUIDs shown in this session (see the module docs).
 #[derive(Debug, Default)]
-pub(crate) struct UuidMemory {
+pub struct UuidMemory {
     inner: Mutex<Inner>,
     /// Whether any UUID was ever remembered: until then no call needs expanding.
     any: AtomicBool,
@@ -104,13 +105,13 @@ impl Inner {
 
 impl UuidMemory {
     /// Whether a UUID was ever shown (a cheap check before walking a call's arguments).
-    pub(crate) fn any(&self) -> bool {
+    pub fn any(&self) -> bool {
         self.any.load(Ordering::Relaxed)
     }
 
     /// Shortens the UUIDs of one result in place: its documents and `values` (a
     /// structuredContent kept beside them). Returns the prefixes used (empty: none).
-    pub(crate) fn shorten(&self, docs: &mut [Document], values: &mut [&mut Value]) -> PrefixMap {
+    pub fn shorten(&self, docs: &mut [Document], values: &mut [&mut Value]) -> PrefixMap {
         let mut found = Found::default();
         for d in docs.iter() {
             match d {
@@ -164,7 +165,7 @@ impl UuidMemory {
 
     /// Keeps `map` (from [`UuidMemory::shorten`]) as the prefix map of response `id`, for
     /// `query_response` and response references.
-    pub(crate) fn register(&self, id: &str, map: PrefixMap) {
+    pub fn register(&self, id: &str, map: PrefixMap) {
         if map.is_empty() {
             return;
         }
@@ -191,7 +192,7 @@ impl UuidMemory {
     }
 
     /// The prefix map of response `id`, when its UUIDs were shortened.
-    pub(crate) fn response_map(&self, id: &str) -> Option<Arc<PrefixMap>> {
+    pub fn response_map(&self, id: &str) -> Option<Arc<PrefixMap>> {
         let inner = self.inner.lock().ok()?;
         inner.responses.get(id).map(|(_, m)| Arc::clone(m))
     }
@@ -203,7 +204,7 @@ impl UuidMemory {
     /// # Errors
     /// [`Ambiguous`] for the first prefix that names two or more remembered UUIDs (nothing is
     /// changed then that matters: the call is not forwarded).
-    pub(crate) fn expand_args(&self, arguments: &mut Value) -> Result<bool, Ambiguous> {
+    pub fn expand_args(&self, arguments: &mut Value) -> Result<bool, Ambiguous> {
         let Ok(inner) = self.inner.lock() else {
             return Ok(false);
         };
@@ -242,12 +243,12 @@ impl UuidMemory {
 }
 
 /// Expands, in `v` (a cached response's query input) and in place, every prefix `map` holds.
-pub(crate) fn expand_with(map: &PrefixMap, v: &mut Value) {
+pub fn expand_with(map: &PrefixMap, v: &mut Value) {
     walk(v, &mut |s| expand_str_with(map, s), false);
 }
 
 /// `s` with every prefix `map` holds expanded; `None` when there is none.
-pub(crate) fn expand_str_with(map: &PrefixMap, s: &str) -> Option<String> {
+pub fn expand_str_with(map: &PrefixMap, s: &str) -> Option<String> {
     replace_prefixes(s, |p| Ok::<_, ()>(map.get(p).cloned())).unwrap_or(None)
 }
 
@@ -373,7 +374,7 @@ fn walk(v: &mut Value, f: &mut dyn FnMut(&str) -> Option<String>, skip_refs: boo
                 }
             }
             for (k, x) in o.iter_mut() {
-                if skip_refs && k == mcp_budget_core::shape::model::REF_KEY && x.is_string() {
+                if skip_refs && k == super::model::REF_KEY && x.is_string() {
                     continue;
                 }
                 walk(x, f, skip_refs);
