@@ -24,12 +24,9 @@ pub struct Sheet {
 /// How many smaller pages are tried before the structuredContent gives up its filling.
 const TRIES: usize = 8;
 
-/// How many smaller pages are tried before the structuredContent gives up its filling.
-const TRIES: usize = 8;
-
-/// The page `cut` lays out (given the tokens asked for it) such that its pieces, its meta item and its structuredContent
-/// (see the module docs) stay within `budget` tokens. `first`: page 1 of the tool's own
-/// result (it must carry a structuredContent when the response has one and a schema may ask
+/// The page `cut` lays out (given the tokens asked for it) such that its pieces, its meta
+/// item and its structuredContent stay within `budget` tokens. `first`: page 1 of the tool's
+/// own result (it must carry a structuredContent when the response has one and a schema may ask
 /// for it). `structured`: the response's structuredContent plan and its value
 /// ([`Plan::orig`]); `None`: it has none, and the page is `cut(budget)`.
 ///
@@ -178,4 +175,3 @@ fn part_of(parts: &[Part], doc: usize) -> Option<(&str, &Position, &[PathStep])>
         .find(|p| p.item == doc)
         .map(|p| (p.body.as_str(), &p.start, p.root.as_slice()))
 }
-
