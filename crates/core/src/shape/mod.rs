@@ -35,10 +35,12 @@
 //!   names; imports only `model`.
 //! - [`uuids`]: UUIDs shortened to their 12-hex prefix in a result, and expanded back in later
 //!   calls' arguments ([`uuids::UuidMemory`], one per session); imports only `model`.
+//! - [`fit`]: texts the shaper writes itself (error messages) cut to fit the budget; a leaf.
 //! - [`ports`]: what the caller supplies that is not pure ([`ports::JqRunner`], which runs a
 //!   `query_response` filter); a leaf that imports no stage.
 
 pub mod book;
+pub mod fit;
 pub mod form;
 pub mod list;
 pub mod model;

@@ -24,7 +24,7 @@ use mcp_budget_core::paginate::Document;
 use mcp_budget_core::wire::{CursorFault, CursorInvalid, InvalidArguments, Outcome, QueryFailed};
 use serde_json::{Value, json};
 
-use super::answer::{Answer, error_answer, fit_message, fit_text};
+use super::answer::{Answer, error_answer};
 use super::args::{self, ArgFault};
 use super::args_rewrite;
 use super::call;
@@ -33,6 +33,7 @@ use super::state::Boundary;
 use super::store::remote::{CAS_TRIES, Miss};
 use super::store::{check_id, parse_cursor};
 use crate::config::Overflow;
+use mcp_budget_core::shape::fit::{fit_message, fit_text};
 use mcp_budget_core::shape::model::ToolNames;
 use mcp_budget_core::shape::model::{EmitMode, Slot};
 pub use mcp_budget_core::shape::model::{PREFIX, QUERY_RESPONSE, READ_MORE};
@@ -68,7 +69,7 @@ fn cursor_invalid(b: &Boundary, budget: usize, reason: CursorFault) -> Answer {
     })
     .unwrap_or_default();
     // Fixed texts, far below the smallest budget; cut all the same should one ever grow.
-    error_answer(b, fit_text(b, budget, &text))
+    error_answer(b, fit_text(&b.encoding, budget, &text))
 }
 
 /// The result of a lookup that found no entry: `cursor_invalid` with the fault, or, when the
@@ -88,7 +89,7 @@ fn store_miss(b: &Boundary, budget: usize, miss: Miss) -> Answer {
         ),
     })
     .unwrap_or_default();
-    error_answer(b, fit_text(b, budget, &text))
+    error_answer(b, fit_text(&b.encoding, budget, &text))
 }
 
 /// The `invalid_arguments` result of an injected call whose arguments do not match the tool's
@@ -104,7 +105,7 @@ fn invalid_arguments(
         "Call {tool} again with arguments {{{}}} as a JSON object.",
         args::synopsis(schema)
     );
-    let text = fit_message(b, budget, &fault.reason, |reason| {
+    let text = fit_message(&b.encoding, budget, &fault.reason, |reason| {
         serde_json::to_string(&InvalidArguments {
             error: "invalid_arguments".into(),
             argument: fault.argument.clone(),
@@ -117,7 +118,7 @@ fn invalid_arguments(
 }
 
 fn query_failed(b: &Boundary, budget: usize, message: &str) -> Answer {
-    let text = fit_message(b, budget, message, |message| {
+    let text = fit_message(&b.encoding, budget, message, |message| {
         serde_json::to_string(&QueryFailed {
             error: "query_failed".into(),
             message: message.to_owned(),

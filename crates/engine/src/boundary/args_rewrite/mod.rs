@@ -82,8 +82,8 @@ impl Boundary {
                         hint: "This shortened id matches several UUIDs shown in this session: call again with the full UUID you mean.",
                     })
                     .unwrap_or_default();
-                    let text = crate::boundary::answer::fit_message(
-                        self,
+                    let text = mcp_budget_core::shape::fit::fit_message(
+                        &self.encoding,
                         rule.max_tokens,
                         &text,
                         str::to_owned,
@@ -103,8 +103,8 @@ impl Boundary {
                     } else {
                         "Use a response_id from a result of this server (proxy) that is still cached; if it expired, call the original tool again."
                     };
-                    let text = crate::boundary::answer::fit_message(
-                        self,
+                    let text = mcp_budget_core::shape::fit::fit_message(
+                        &self.encoding,
                         rule.max_tokens,
                         &f.message,
                         |m| {
