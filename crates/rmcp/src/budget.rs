@@ -51,7 +51,8 @@ impl Budget {
     }
 
     /// Every setting of `mcp-budget proxy` (`--config` rules per tool, `--encoding`,
-    /// `--client`, the shared store, telemetry …), as [`Settings`] holds them. Its
+    /// `--client`, telemetry …), as [`Settings`] holds them, but the shared Redis store: this
+    /// layer keeps its pages in memory, and [`Budget::wrap`] refuses a `store_url`. Its
     /// [`Settings::jq_worker`] is used as it is: set it to [`crate::jq_worker_command`] (what
     /// [`Budget::new`] does) for this server's own executable.
     pub fn from_settings(settings: Settings) -> Budget {
@@ -98,7 +99,8 @@ impl Budget {
     /// # Errors
     /// [`Error::Settings`] when a config file ([`Settings::config_path`]) cannot be read or
     /// parsed, a `transform` rule is not a valid jq filter, the telemetry log cannot be
-    /// opened, or a shared store cannot be reached.
+    /// opened, or a shared store is asked for (the engine is built here without its `redis`
+    /// feature: "this build has no shared store").
     pub fn wrap<S: Service<RoleServer>>(self, inner: S) -> Result<Budgeted<S>, Error> {
         let mut boundary = Boundary::new(self.settings)?;
         if let Some(runner) = self.jq {

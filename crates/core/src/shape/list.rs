@@ -167,6 +167,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn edit_tool_notes_in_order_and_returns_the_schema_as_listed() {
+        let schema = serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        let mut tool = serde_json::json!({"name": "t", "description": "Pretty-printed rows.",
+            "inputSchema": {"type": "object"}, "outputSchema": schema});
+        let rule = ToolRule {
+            tables: true,
+            description_suffix: Some("Cheap.".into()),
+            uuid_prefix: true,
+        };
+        let (name, listed) = edit_tool(&mut tool, &rule, true).expect("named");
+        assert_eq!(name, "t");
+        assert_eq!(
+            listed.as_deref(),
+            Some(&schema),
+            "the server's own schema, unedited"
+        );
+        assert_eq!(
+            tool["description"],
+            format!(
+                "Pretty-printed rows. {COMPACT_NOTE} {} Cheap. {UUID_NOTE}",
+                crate::table::EXPLANATION
+            )
+        );
+        assert!(tool["outputSchema"]["properties"][crate::wire::STRUCTURED_META_KEY].is_object());
+        // Again (a proxy behind a proxy): the compact note is not added twice.
+        let once = tool["description"].clone();
+        edit_tool(&mut tool, &ToolRule::default(), false);
+        assert_eq!(tool["description"], once);
+        // No name: left as it is.
+        let mut nameless = serde_json::json!({"description": "pretty json"});
+        assert_eq!(edit_tool(&mut nameless, &rule, true), None);
+        assert_eq!(nameless, serde_json::json!({"description": "pretty json"}));
+        // Names taken by listed tools get the prefix.
+        let names = injected_names(&["read_more", "x"]);
+        assert_eq!(names.read_more, "budget_read_more");
+        assert_eq!(names.query_response, "query_response");
+    }
+
+    #[test]
     fn descriptions_promising_indentation_get_the_note_once() {
         for d in [
             "The output is formatted with 2-space indentation for readability.",

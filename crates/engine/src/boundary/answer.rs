@@ -17,6 +17,9 @@ pub(crate) struct Answer {
     pub(crate) tokens: u64,
 }
 
+/// The error result (`isError: true`) whose one text item is `text` (already fitted to the
+/// budget), after the banner item when one is set; its tokens counted in the boundary's
+/// encoding.
 pub(crate) fn error_answer(b: &Boundary, text: String) -> Answer {
     let tokens = b.encoding.count(&text) as u64;
     let bytes = text.len() as u64;
